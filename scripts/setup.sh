@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs every system package that building, testing and the VM need.
+# Idempotent: packages already present are left alone, the backports source
+# is written only once.
+set -euo pipefail
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "setup.sh: must run as root (it installs system packages)" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+
+# Build: clang-19 for the BPF object (the scx build crate needs clang >= 18),
+# libelf/zlib for the vendored libbpf, pkg-config to find them.
+BUILD_PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make)
+# VM: busybox for the guest's userland, cpio to pack the initramfs, apt to
+# fetch the kernel packages without installing them.
+VM_PKGS=(busybox-static cpio gzip ca-certificates debian-archive-keyring)
+# Workloads and tools that go into the guest.
+BENCH_PKGS=(rt-tests dbench bpftool stress-ng util-linux procps)
+
+BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
+
+missing() {
+	local p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+	done
+}
+
+if [[ ! -f $BACKPORTS ]]; then
+	cat >"$BACKPORTS" <<'SRC'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	NEED_UPDATE=1
+fi
+
+mapfile -t TODO < <(missing "${BUILD_PKGS[@]}" "${VM_PKGS[@]}" "${BENCH_PKGS[@]}" qemu-system-x86)
+if [[ ${#TODO[@]} -eq 0 ]]; then
+	echo "setup.sh: all packages present"
+	exit 0
+fi
+
+echo "setup.sh: installing ${TODO[*]}"
+apt-get update -qq
+mapfile -t PLAIN < <(printf '%s\n' "${TODO[@]}" | grep -vx qemu-system-x86 || true)
+if [[ ${#PLAIN[@]} -gt 0 ]]; then
+	apt-get install -y -qq --no-install-recommends "${PLAIN[@]}"
+fi
+# QEMU must come from backports: the image's qemu-utils is from there and
+# bookworm's own qemu-system conflicts with it.
+if printf '%s\n' "${TODO[@]}" | grep -qx qemu-system-x86; then
+	apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86
+fi
+echo "setup.sh: done"

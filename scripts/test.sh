@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The test command. Installs what is missing (as root), checks formatting
+# and lints, runs the unit tests, builds the scheduler, then runs every VM
+# test in tests/vm/ in its own freshly booted VM with the topology its
+# "# shape:" line asks for.
+#
+#   scripts/test.sh [--unit-only | --vm-only] [VM-TEST-NAME...]
+#
+# Kernel console logs of the VM tests land in target/vm-logs/.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+UNIT=1
+VM=1
+ONLY=()
+for arg in "$@"; do
+	case $arg in
+	--unit-only) VM=0 ;;
+	--vm-only) UNIT=0 ;;
+	-h | --help)
+		sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	-*)
+		echo "test.sh: unknown option $arg" >&2
+		exit 2
+		;;
+	*) ONLY+=("$arg") ;;
+	esac
+done
+
+if [[ $(id -u) -eq 0 ]]; then
+	scripts/setup.sh
+elif ! command -v clang-19 >/dev/null || ! command -v qemu-system-x86_64 >/dev/null; then
+	echo "test.sh: packages are missing; run it once as root (sudo scripts/test.sh)" >&2
+	exit 2
+fi
+
+section() { printf '\n=== %s\n' "$*"; }
+
+if ((UNIT)); then
+	section "format"
+	cargo fmt --check
+	section "clippy"
+	cargo clippy --release --all-targets --locked -- -D warnings
+	section "unit tests"
+	cargo test --release --locked
+fi
+
+((VM)) || exit 0
+
+section "build"
+cargo build --release --locked
+
+mkdir -p target/vm-logs
+passed=0
+failed=0
+failed_tests=()
+for test in tests/vm/*.sh; do
+	name=$(basename "$test" .sh)
+	[[ $name == lib ]] && continue
+	if ((${#ONLY[@]})) && [[ ! " ${ONLY[*]} " == *" $name "* ]]; then
+		continue
+	fi
+	shape=$(sed -n 's/^# shape: *//p' "$test" | head -n1)
+	timeout=$(sed -n 's/^# timeout: *//p' "$test" | head -n1)
+	section "vm: $name (shape ${shape:-2x4})"
+	start=$(date +%s)
+	set +e
+	scripts/vm.sh --shape "${shape:-2x4}" --timeout "${timeout:-600}" \
+		--console "target/vm-logs/$name.console" -- sh "/tests/vm/$name.sh" |
+		tee "target/vm-logs/$name.out"
+	rc=${PIPESTATUS[0]}
+	set -e
+	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "target/vm-logs/$name.out" | tail -n1 || true)
+	p=$(echo "$counts" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+	f=$(echo "$counts" | sed -n 's/.*passed, \([0-9]*\) failed/\1/p')
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0}))
+	if ((rc != 0)); then
+		# A test that died before counting still counts as a failure.
+		((${f:-0} > 0)) || failed=$((failed + 1))
+		failed_tests+=("$name")
+		echo "--- $name failed (exit $rc); kernel console tail:"
+		tail -n 30 "target/vm-logs/$name.console" || true
+	fi
+	echo "--- $name: exit $rc in $(($(date +%s) - start))s"
+done
+
+section "summary"
+if ((${#failed_tests[@]})); then
+	echo "failed VM tests: ${failed_tests[*]}"
+fi
+echo "vm: $passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Boots a Debian sched_ext kernel in QEMU with a chosen CPU topology, runs a
+# shell command inside it, and returns that command's output and exit
+# status.
+#
+#   scripts/vm.sh [options] [--] COMMAND...
+#
+# The guest is a minimal initramfs: busybox, the scheduler, the benchmarks
+# (hackbench, tbench, stress-ng, perf's sched benches when present) and the
+# shared libraries they need. The project's tests/ folder is at /tests and
+# the scheduler at /usr/bin/scx_sisutil. The command's stdout and stderr
+# arrive on this script's stdout (second serial port); the kernel console
+# goes to a log file (--console FILE, or printed on failure).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+SHAPE=2x4
+MEM=2G
+TIMEOUT=900
+ACCEL=auto
+BIN=$ROOT/target/release/scx_sisutil
+CONSOLE=
+EXTRA=()
+APPEND_EXTRA=
+
+usage() {
+	cat <<'EOF'
+usage: scripts/vm.sh [options] [--] COMMAND...
+  --shape S      CPU topology: LxC (L LLCs of C cores) or LxCxT (T threads
+                 per core), e.g. 2x4 (default), 1x4, 1x2x2, 1x8, 1x16, 2x8,
+                 1x8x2. Each LLC is one socket and one NUMA node.
+  --mem M        guest memory (default 2G)
+  --timeout S    kill the guest after S seconds (default 900)
+  --accel A      auto (KVM where it boots, else TCG), kvm or tcg
+  --bin PATH     scheduler binary (default target/release/scx_sisutil)
+  --add SRC[:DST] put a file or folder into the guest (DST defaults to SRC)
+  --console FILE keep the kernel console log there
+  --append ARGS  extra kernel command line
+EOF
+}
+
+die() {
+	echo "vm.sh: $*" >&2
+	exit 2
+}
+
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--shape) SHAPE=$2; shift 2 ;;
+	--mem) MEM=$2; shift 2 ;;
+	--timeout) TIMEOUT=$2; shift 2 ;;
+	--accel) ACCEL=$2; shift 2 ;;
+	--bin) BIN=$2; shift 2 ;;
+	--add) EXTRA+=("$2"); shift 2 ;;
+	--console) CONSOLE=$2; shift 2 ;;
+	--append) APPEND_EXTRA=$2; shift 2 ;;
+	-h | --help) usage; exit 0 ;;
+	--) shift; break ;;
+	-*) die "unknown option $1 (see --help)" ;;
+	*) break ;;
+	esac
+done
+[[ $# -gt 0 ]] || die "no command given (see --help)"
+[[ $TIMEOUT =~ ^[0-9]+$ && $TIMEOUT -gt 0 ]] || die "--timeout wants a positive number of seconds"
+[[ -x $BIN ]] || die "scheduler binary $BIN not found; build it with cargo build --release"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run scripts/setup.sh"
+
+# Topology: one socket per LLC (Intel CPU models report one L3 per socket).
+if [[ $SHAPE =~ ^([0-9]+)x([0-9]+)(x([0-9]+))?$ ]]; then
+	SOCKETS=${BASH_REMATCH[1]}
+	CORES=${BASH_REMATCH[2]}
+	THREADS=${BASH_REMATCH[4]:-1}
+else
+	die "bad --shape $SHAPE (want LxC or LxCxT)"
+fi
+NCPUS=$((SOCKETS * CORES * THREADS))
+((NCPUS >= 1 && NCPUS <= 64)) || die "--shape $SHAPE gives $NCPUS CPUs; 1..64 supported"
+
+KDIR=$("$ROOT/scripts/fetch-kernel.sh")
+KVER=$(cat "$KDIR/version")
+
+WORK=$(mktemp -d)
+cleanup() { rm -rf "$WORK"; }
+trap cleanup EXIT
+
+# --- initramfs -------------------------------------------------------------
+RD=$WORK/root
+mkdir -p "$RD"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,boot,tests,root}
+mkdir -p "$RD/var"
+ln -s /run "$RD/var/run"
+
+copy_file() { # SRC DST: a file with its parent folders
+	mkdir -p "$RD$(dirname "$2")"
+	cp -L "$1" "$RD$2"
+}
+
+copy_libs() { # the shared libraries an ELF file needs
+	local lib
+	while read -r lib; do
+		if [[ -n $lib && -e $lib && ! -e $RD$lib ]]; then
+			copy_file "$lib" "$lib"
+		fi
+	done < <(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' || true)
+}
+
+add_bin() { # PATH-IN-HOST [PATH-IN-GUEST]
+	local src=$1 dst=${2:-$1}
+	copy_file "$src" "$dst"
+	copy_libs "$src"
+}
+
+BUSYBOX=$(command -v busybox) || die "busybox missing; run scripts/setup.sh"
+cp "$BUSYBOX" "$RD/bin/busybox"
+for applet in $("$BUSYBOX" --list); do
+	[[ -e $RD/bin/$applet ]] || ln -s busybox "$RD/bin/$applet"
+done
+
+add_bin "$BIN" /usr/bin/scx_sisutil
+for tool in hackbench tbench tbench_srv stress-ng taskset chrt nproc bpftool perf; do
+	path=$(command -v "$tool" 2>/dev/null || true)
+	# bpftool and perf are wrappers on Debian; take the real binary.
+	case $tool in
+	bpftool) path=$(ls /usr/sbin/bpftool 2>/dev/null || true) ;;
+	perf) path=$(ls /usr/bin/perf_* 2>/dev/null | sort -V | tail -n1 || true) ;;
+	esac
+	[[ -n $path && -x $path ]] || continue
+	case $tool in
+	perf) add_bin "$path" /usr/bin/perf ;;
+	taskset | chrt | nproc) add_bin "$path" "/usr/local/bin/$tool" ;;
+	*) add_bin "$path" "/usr/bin/$tool" ;;
+	esac
+done
+if [[ -f /usr/share/dbench/client.txt ]]; then
+	copy_file /usr/share/dbench/client.txt /usr/share/dbench/client.txt
+fi
+copy_file "$KDIR/config" "/boot/config-$KVER"
+cp -r "$ROOT/tests/." "$RD/tests/" 2>/dev/null || true
+for spec in "${EXTRA[@]}"; do
+	src=${spec%%:*}
+	dst=${spec#*:}
+	[[ $spec == *:* ]] || dst=$src
+	[[ -e $src ]] || die "--add: $src does not exist"
+	if [[ -d $src ]]; then
+		mkdir -p "$RD$dst"
+		cp -r "$src/." "$RD$dst/"
+	else
+		if file -b "$src" | grep -q ELF; then
+			add_bin "$src" "$dst"
+		else
+			copy_file "$src" "$dst"
+		fi
+	fi
+done
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$RD/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' >"$RD/etc/group"
+printf '127.0.0.1 localhost\n' >"$RD/etc/hosts"
+
+{
+	echo '#!/bin/sh'
+	echo 'set -e'
+	printf '%s\n' "$*"
+} >"$RD/cmd.sh"
+
+cat >"$RD/init" <<'EOF'
+#!/bin/sh
+export PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin
+export HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs shm /dev/shm
+mount -t tmpfs tmp /tmp
+mount -t tmpfs run /run
+mount -t bpf bpf /sys/fs/bpf
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+ip link set lo up
+hostname sisu-vm
+OUT=/dev/ttyS1
+stty -F $OUT raw -echo 2>/dev/null || true
+cd /root
+sh /cmd.sh >$OUT 2>&1 </dev/null
+rc=$?
+echo "@@SISU-EXIT $rc" >$OUT
+sync
+poweroff -f
+EOF
+chmod +x "$RD/init" "$RD/cmd.sh"
+(cd "$RD" && find . | cpio -o -H newc --quiet >"$WORK/initrd.cpio")
+
+# --- QEMU ------------------------------------------------------------------
+smp="$NCPUS,sockets=$SOCKETS,cores=$CORES,threads=$THREADS"
+numa=()
+if ((SOCKETS > 1)); then
+	mem_mb=$(numfmt --from=iec "$MEM")
+	per=$((mem_mb / SOCKETS / 1048576))
+	for ((s = 0; s < SOCKETS; s++)); do
+		first=$((s * CORES * THREADS))
+		last=$((first + CORES * THREADS - 1))
+		numa+=(-object "memory-backend-ram,id=m$s,size=${per}M"
+			-numa "node,nodeid=$s,cpus=$first-$last,memdev=m$s")
+	done
+	MEM="$((per * SOCKETS))M"
+fi
+
+kvm_works() {
+	# A paravirtual KVM can refuse stock kernels: boot once and remember.
+	local verdict=$KDIR/kvm-verdict-$(uname -r)
+	[[ -r /dev/kvm && -w /dev/kvm ]] || return 1
+	if [[ ! -f $verdict ]]; then
+		if timeout 60 qemu-system-x86_64 -accel kvm -cpu host -m 512M -smp 1 \
+			-kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.cpio" -display none -monitor none \
+			-serial null -serial stdio -no-reboot \
+			-append "console=ttyS0 quiet panic=-1 rdinit=/bin/sh -- -c 'echo @@SISU-EXIT 0 >/dev/ttyS1; poweroff -f'" \
+			2>/dev/null </dev/null | grep -q '@@SISU-EXIT'; then
+			echo yes >"$verdict"
+		else
+			echo no >"$verdict"
+		fi
+	fi
+	[[ $(cat "$verdict") == yes ]]
+}
+
+case $ACCEL in
+tcg) accel=(-accel tcg,thread=multi -cpu Skylake-Server-v4) ;;
+kvm) accel=(-accel kvm -cpu Skylake-Server-v4) ;;
+auto)
+	if kvm_works; then
+		accel=(-accel kvm -cpu Skylake-Server-v4)
+	else
+		accel=(-accel tcg,thread=multi -cpu Skylake-Server-v4)
+	fi
+	;;
+*) die "--accel wants auto, kvm or tcg" ;;
+esac
+
+console=${CONSOLE:-$WORK/console.log}
+out=$WORK/out.log
+set +e
+timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
+	-m "$MEM" -smp "$smp" "${numa[@]}" \
+	-kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.cpio" \
+	-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
+	-display none -monitor none -no-reboot \
+	-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
+	</dev/null 2>"$WORK/qemu.err" | tr -d '\r' | tee "$out" | grep -v '^@@SISU-EXIT '
+qemu_rc=${PIPESTATUS[0]}
+set -e
+
+rc=$(sed -n 's/^@@SISU-EXIT \([0-9]*\)$/\1/p' "$out" | tail -n1)
+if [[ -z $rc ]]; then
+	if ((qemu_rc == 124 || qemu_rc == 137)); then
+		echo "vm.sh: guest did not finish within ${TIMEOUT}s" >&2
+	else
+		echo "vm.sh: guest stopped without reporting a result (qemu exit $qemu_rc)" >&2
+	fi
+	grep -v "doesn't support requested feature" "$WORK/qemu.err" >&2 || true
+	echo "vm.sh: last kernel console lines:" >&2
+	tail -n 40 "$console" >&2 || true
+	exit 125
+fi
+exit "$rc"

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Everything the BPF scheduler and its Rust control plane share: limits,
+ * the policy and outcome enums, and the layout of every record that crosses
+ * the boundary. build.rs turns this file into Rust bindings, so a constant
+ * changed here changes on both sides.
+ */
+#ifndef __SISUTIL_INTF_H
+#define __SISUTIL_INTF_H
+
+#ifndef __VMLINUX_H__
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef signed int s32;
+typedef signed long long s64;
+#endif
+
+#define SISU_MAX_CPUS		1024
+#define SISU_MAX_LLCS		256
+/* Hardware threads per core that the SMT paths look at. */
+#define SISU_MAX_SMT		8
+/* Histogram slots: depths 0..127, the last slot holds 128 and more. */
+#define SISU_HIST_SLOTS		129
+/* SCHED_CAPACITY_SCALE: a fully busy CPU has utilisation 1024. */
+#define SISU_CAPACITY		1024
+/* No shadow policy. */
+#define SISU_NO_SHADOW		0xffffffff
+
+/*
+ * Idle-CPU search policies. The order is part of the stats interface:
+ * per-policy counters are indexed by it.
+ */
+enum sisu_policy {
+	SISU_POL_UTIL = 0,	/* SIS_UTIL: depth from the LLC's utilisation */
+	SISU_POL_PROP,		/* SIS_PROP: depth from idle time vs. scan cost */
+	SISU_POL_FULL,		/* scan the whole LLC */
+	SISU_POL_NONE,		/* never scan the LLC */
+	SISU_POL_BUILTIN,	/* sched_ext's built-in idle selection */
+	SISU_NR_POLICIES,
+};
+
+/* How a wakeup placement ended (select_idle_sibling's steps). */
+enum sisu_outcome {
+	SISU_OUT_TARGET = 0,	/* the wake target was idle */
+	SISU_OUT_PREV,		/* the previous CPU was idle */
+	SISU_OUT_RECENT,	/* the task's recently used CPU was idle */
+	SISU_OUT_SMT,		/* an idle SMT sibling of prev */
+	SISU_OUT_SCAN,		/* found by the LLC scan */
+	SISU_OUT_BUSY,		/* nothing idle found: queued on the target */
+	SISU_NR_OUTCOMES,
+};
+
+/*
+ * Run-time configuration, written by userspace at start and at every
+ * policy switch.
+ */
+struct sisu_cfg {
+	u32 policy;		/* enum sisu_policy */
+	u32 shadow;		/* enum sisu_policy, or SISU_NO_SHADOW */
+	u32 small_llc;		/* util: scan whole LLCs of at most this width */
+	u32 epoch;		/* bumped per switch: resets per-policy state */
+};
+
+/*
+ * One record per LLC. nr_idle_scan and sum_util are published by
+ * userspace every interval; has_idle_cores is the kernel's "an idle core
+ * may exist" hint, kept by BPF.
+ */
+struct sisu_llc_ctx {
+	u32 nr_idle_scan;
+	u32 sum_util;
+	u32 has_idle_cores;
+	u32 seq;		/* publication count, for observers */
+} __attribute__((aligned(64)));
+
+/*
+ * One record per CPU, each on its own cache lines so that no CPU writes
+ * a line another CPU writes.
+ */
+struct sisu_cpu_ctx {
+	/* Busy-time accounting, read by userspace (CLOCK_MONOTONIC ns). */
+	u64 busy_ns;		/* accounted running time of sched_ext tasks */
+	u64 acct_from;		/* start of the running time not yet in busy_ns */
+	u32 running;		/* a sched_ext task is on the CPU */
+	u32 prop_epoch;		/* cfg.epoch the SIS_PROP state belongs to */
+	u64 run_start;		/* when the current task started (vtime) */
+
+	/* SIS_PROP state, as the kernel kept it in struct rq / sched_domain. */
+	u64 idle_stamp;		/* when the CPU went idle, 0 if busy */
+	u64 avg_idle;		/* average idle period (ns) */
+	u64 wake_avg_idle;	/* idle time left to spend on scans (ns) */
+	u64 wake_stamp;		/* jiffies of the last wake_avg_idle aging */
+	u64 avg_scan_cost;	/* average duration of this CPU's scans (ns) */
+} __attribute__((aligned(64)));
+
+/*
+ * Scan statistics, one per policy per CPU (a per-CPU array indexed by
+ * enum sisu_policy). The policy is the one active when the wakeup ran.
+ */
+struct sisu_stats {
+	u64 wakeups;			/* select_cpu calls */
+	u64 outcome[SISU_NR_OUTCOMES];
+	u64 pull_llc;			/* tasks an idle CPU took from its LLC */
+	u64 pull_remote;		/* ... from another LLC */
+	u64 scans;			/* wakeups that reached the LLC scan */
+	u64 scan_ns;			/* time spent in those scans */
+	u64 core_scans;			/* scans that looked for an idle core */
+	u64 found[2][2];		/* [an idle CPU existed][the scan found one] */
+	u64 shadow[2][2];		/* [active found][shadow found], when one existed */
+	u64 examined[SISU_HIST_SLOTS];	/* CPUs examined per scan */
+	u64 limit[SISU_HIST_SLOTS];	/* depth limit the policy set per scan */
+	u64 shadow_limit[SISU_HIST_SLOTS];
+};
+
+#endif /* __SISUTIL_INTF_H */

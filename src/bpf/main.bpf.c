@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_sisutil: the fair scheduler's idle-CPU search at wakeup, SIS_UTIL and
+ * SIS_PROP, as a sched_ext scheduler.
+ *
+ * A waking task is placed the way select_idle_sibling() places it: the
+ * wake target, prev, the task's recently used CPU, an idle SMT sibling of
+ * prev, then a scan of the target's LLC whose depth the active policy
+ * limits. A CPU found idle gets the task directly; otherwise the task waits
+ * in the target CPU's own queue, ordered by weighted virtual time, like on
+ * a runqueue. A CPU that runs out of work pulls from the busiest queue of
+ * its LLC, then from other LLCs (newidle balancing), and a busy CPU's tick
+ * wakes an idle CPU when work waits (nohz idle balancing).
+ *
+ * SIS_UTIL's depth comes from userspace: BPF accounts each CPU's busy
+ * time, userspace turns it into a PELT-like utilisation, sums it per LLC
+ * and publishes nr_idle_scan per LLC every interval. SIS_PROP's state is
+ * per CPU and kept here (see sis_prop.h). Scan statistics are counted per
+ * CPU and per policy.
+ *
+ * Reading order: topology and state, helpers, the scan, then the ops in
+ * the order a task meets them.
+ */
+#include <scx/common.bpf.h>
+#include "intf.h"
+#include "sis_prop.h"
+
+char _license[] SEC("license") = "GPL";
+
+/* Topology, filled in by userspace before load. */
+const volatile u32 nr_llcs = 1;
+const volatile bool smt_on;
+const volatile u32 cpu_llc[SISU_MAX_CPUS];
+/* Index of the CPU in its LLC's slice of llc_cpus. */
+const volatile u32 cpu_pos[SISU_MAX_CPUS];
+/* Each LLC's CPUs in ascending order, LLC after LLC. */
+const volatile s32 llc_cpus[SISU_MAX_CPUS];
+const volatile u32 llc_first[SISU_MAX_LLCS];
+const volatile u32 llc_width[SISU_MAX_LLCS];
+/* Each CPU's core: its hardware threads in ascending order, -1 padded. */
+const volatile s32 cpu_sibs[SISU_MAX_CPUS][SISU_MAX_SMT];
+
+const volatile u64 slice_ns = 3000000;
+const volatile bool stats_on = true;
+
+/* Written by userspace at run time (see intf.h). */
+struct sisu_cfg cfg = {
+	.policy = SISU_POL_UTIL,
+	.shadow = SISU_NO_SHADOW,
+	.epoch = 1,
+};
+struct sisu_llc_ctx llcs[SISU_MAX_LLCS];
+struct sisu_cpu_ctx cpus[SISU_MAX_CPUS];
+
+/* The largest virtual time any task has started running with. */
+static u64 vtime_now;
+
+UEI_DEFINE(uei);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SISU_NR_POLICIES);
+	__type(key, u32);
+	__type(value, struct sisu_stats);
+} stats SEC(".maps");
+
+/* What the kernel keeps in task_struct for the wakeup path. */
+struct task_ctx {
+	s32 recent_used_cpu;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs SEC(".maps");
+
+/* No limit on the number of CPUs a scan may examine. */
+#define SCAN_ALL	((u32)-1)
+
+/*
+ * Every array indexed at run time goes through MEMBER_VPTR, whose bounds
+ * check the verifier can follow whatever the compiler does to the index.
+ */
+static struct sisu_cpu_ctx *cpu_ctx(s32 cpu)
+{
+	return MEMBER_VPTR(cpus, [cpu]);
+}
+
+static u32 llc_of(s32 cpu)
+{
+	const volatile u32 *v = MEMBER_VPTR(cpu_llc, [cpu]);
+
+	return v ? *v : 0;
+}
+
+static u32 pos_of(s32 cpu)
+{
+	const volatile u32 *v = MEMBER_VPTR(cpu_pos, [cpu]);
+
+	return v ? *v : 0;
+}
+
+/* The @j-th hardware thread of @cpu's core, or -1. */
+static s32 sib_of(s32 cpu, u32 j)
+{
+	const volatile s32 *v = MEMBER_VPTR(cpu_sibs, [cpu][j]);
+
+	return v ? *v : -1;
+}
+
+static struct sisu_llc_ctx *llc_ctx(u32 llc)
+{
+	return MEMBER_VPTR(llcs, [llc]);
+}
+
+static u32 width_of(u32 llc)
+{
+	const volatile u32 *v = MEMBER_VPTR(llc_width, [llc]);
+
+	return v ? *v : 0;
+}
+
+static bool share_llc(s32 a, s32 b)
+{
+	return llc_of(a) == llc_of(b);
+}
+
+static bool allowed(const struct task_struct *p, s32 cpu)
+{
+	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
+static struct sisu_stats *stats_of(u32 policy)
+{
+	if (!stats_on)
+		return NULL;
+	return bpf_map_lookup_elem(&stats, &policy);
+}
+
+/* Count @value in histogram @arr; the last slot takes all larger values. */
+#define hist_add(arr, value)							\
+	do {									\
+		u64 __v = (value);						\
+		u64 *__slot = MEMBER_VPTR(arr, [__v < SISU_HIST_SLOTS - 1 ?	\
+						__v : SISU_HIST_SLOTS - 1]);	\
+		if (__slot)							\
+			(*__slot)++;						\
+	} while (0)
+
+/* Count in a 2x2 matrix indexed by two conditions. */
+#define matrix_add(arr, a, b)							\
+	do {									\
+		u64 *__cell = MEMBER_VPTR(arr, [(a) ? 1 : 0][(b) ? 1 : 0]);	\
+		if (__cell)							\
+			(*__cell)++;						\
+	} while (0)
+
+/* The current policy, defended against a torn or bogus write. */
+static u32 active_policy(void)
+{
+	u32 pol = cfg.policy;
+
+	return pol < SISU_NR_POLICIES ? pol : SISU_POL_UTIL;
+}
+
+/*
+ * SIS_PROP's per-CPU state restarts from boot values whenever userspace
+ * switches policy (cfg.epoch changes), so that averages learnt under one
+ * regime do not steer the next.
+ */
+static void prop_sync(struct sisu_cpu_ctx *c, u64 now_jiffies)
+{
+	u32 epoch = cfg.epoch;
+
+	if (c->prop_epoch != epoch) {
+		sis_prop_reset(c, now_jiffies);
+		c->prop_epoch = epoch;
+	}
+}
+
+/*
+ * The @i-th CPU of the wrap-around walk over @llc that begins at position
+ * @start (for_each_cpu_wrap from target + 1), or -1.
+ */
+static s32 walk_cpu(u32 llc, u32 start, u32 i, u32 width)
+{
+	const volatile u32 *first = MEMBER_VPTR(llc_first, [llc]);
+	const volatile s32 *cpu;
+	u32 idx = start + i;
+
+	if (idx >= width)
+		idx -= width;
+	if (!first)
+		return -1;
+	cpu = MEMBER_VPTR(llc_cpus, [idx + *first]);
+	return cpu ? *cpu : -1;
+}
+
+/* Step of @cpu in the walk that begins at @start. */
+static u32 walk_step(s32 cpu, u32 start, u32 width)
+{
+	u32 pos = pos_of(cpu);
+
+	return pos >= start ? pos - start : pos + width - start;
+}
+
+/*
+ * The kernel checks each core once, at the first of its allowed threads
+ * the walk meets: has an allowed sibling of @cpu come before step @i?
+ */
+static bool core_seen(const struct task_struct *p, s32 cpu, u32 start, u32 width, u32 i)
+{
+	u32 j;
+
+	bpf_for(j, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(cpu, j);
+
+		if (sib < 0)
+			break;
+		if (sib != cpu && allowed(p, sib) && walk_step(sib, start, width) < i)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * select_idle_core(): is the whole core of @cpu idle? On the way, remember
+ * the first idle allowed thread as a fallback, and stop looking at a busy
+ * core once a fallback is known.
+ */
+static __always_inline bool core_idle(const struct task_struct *p, s32 cpu, const struct cpumask *idle,
+		      s32 *fallback, u32 *examined)
+{
+	bool all = true;
+	u32 j;
+
+	bpf_for(j, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(cpu, j);
+
+		if (sib < 0)
+			break;
+		(*examined)++;
+		if (!bpf_cpumask_test_cpu(sib, idle)) {
+			all = false;
+			if (*fallback >= 0)
+				break;
+			continue;
+		}
+		if (*fallback < 0 && allowed(p, sib))
+			*fallback = sib;
+	}
+	return all;
+}
+
+/*
+ * Is @cpu idle? An active scan claims the CPU it finds, as the kernel's
+ * scan takes the first idle CPU it probes; a shadow scan only looks.
+ */
+static bool probe(s32 cpu, bool claim, const struct cpumask *idle)
+{
+	if (claim)
+		return scx_bpf_test_and_clear_cpu_idle(cpu);
+	return bpf_cpumask_test_cpu(cpu, idle);
+}
+
+struct scan {
+	s32 found;	/* the idle CPU, or -1 */
+	u32 examined;	/* CPUs whose idle state was looked at */
+};
+
+/*
+ * select_idle_cpu()'s loop over the target's LLC: the CPUs @p may use, in
+ * wrap-around order from target + 1. Looking for an idle core, every core
+ * is checked; otherwise at most @budget CPUs are.
+ */
+static __always_inline void scan_llc(const struct task_struct *p, s32 target, u32 budget, bool idle_core,
+		     bool claim, const struct cpumask *idle, struct scan *sc)
+{
+	u32 llc = llc_of(target), width = width_of(llc), examined = 0, start, i;
+	struct sisu_llc_ctx *lc;
+	s32 fallback = -1;
+
+	/*
+	 * Keep the verifier from tracking the counter's exact value, which
+	 * would make every iteration a new state.
+	 */
+	__sink(examined);
+	__sink(fallback);
+	sc->found = -1;
+	sc->examined = 0;
+	if (!width)
+		return;
+	start = pos_of(target) + 1;
+	if (start >= width)
+		start = 0;
+
+	bpf_for(i, 0, width) {
+		s32 cpu = walk_cpu(llc, start, i, width);
+
+		if (cpu < 0)
+			break;
+		if (!allowed(p, cpu))
+			continue;
+		if (idle_core) {
+			if (core_seen(p, cpu, start, width, i))
+				continue;
+			if (core_idle(p, cpu, idle, &fallback, &examined) &&
+			    probe(cpu, claim, idle)) {
+				sc->found = cpu;
+				goto out;
+			}
+			continue;
+		}
+		if (examined >= budget)
+			goto out;
+		examined++;
+		if (probe(cpu, claim, idle)) {
+			sc->found = cpu;
+			goto out;
+		}
+	}
+
+	if (!idle_core)
+		goto out;
+	/* No idle core after all: drop the hint, take the first idle thread. */
+	lc = llc_ctx(llc);
+	if (claim && lc && lc->has_idle_cores)
+		lc->has_idle_cores = 0;
+	if (fallback >= 0 && probe(fallback, claim, idle))
+		sc->found = fallback;
+out:
+	sc->examined = examined;
+}
+
+/* Is any CPU of @llc that @p may use idle? (The "idle CPU in LLC" column.) */
+static bool llc_has_idle(const struct task_struct *p, u32 llc, const struct cpumask *idle)
+{
+	u32 width = width_of(llc), i;
+
+	bpf_for(i, 0, width) {
+		s32 cpu = walk_cpu(llc, 0, i, width);
+
+		if (cpu < 0)
+			break;
+		if (allowed(p, cpu) && bpf_cpumask_test_cpu(cpu, idle))
+			return true;
+	}
+	return false;
+}
+
+struct depth {
+	u64 limit;	/* the depth the policy computes (statistics) */
+	u32 budget;	/* CPUs the scan may examine */
+	bool scan;	/* whether the scan runs at all */
+};
+
+/*
+ * The depth @pol sets for a scan of @llc. @wc is the waking CPU's record,
+ * whose SIS_PROP state the caller has already aged. Pure: the shadow
+ * policy calls it too.
+ */
+static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_cpu_ctx *wc,
+			 struct depth *d)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc);
+	u32 width = width_of(llc), small = cfg.small_llc;
+	u64 nr;
+
+	d->limit = width;
+	d->budget = SCAN_ALL;
+	d->scan = true;
+
+	switch (pol) {
+	case SISU_POL_UTIL:
+		/*
+		 * A depth of 0 means the LLC is too busy to be worth any
+		 * scan, idle core or not. The seed's small-LLC rule turns
+		 * any other depth into a full scan.
+		 */
+		nr = lc ? lc->nr_idle_scan : width;
+		if (nr && small && width <= small)
+			nr = width;
+		d->limit = nr;
+		d->scan = nr > 0;
+		if (!idle_core)
+			d->budget = nr;
+		break;
+	case SISU_POL_PROP:
+		/* The idle-core search is not limited by SIS_PROP. */
+		if (idle_core || !wc)
+			break;
+		nr = sis_prop_nr(width, wc->wake_avg_idle, wc->avg_scan_cost);
+		d->limit = nr;
+		d->budget = nr - 1 < SCAN_ALL ? nr - 1 : SCAN_ALL;
+		break;
+	case SISU_POL_NONE:
+		d->limit = 0;
+		d->scan = false;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Step 5 of the placement: scan the target's LLC under the active policy,
+ * judge the shadow policy on the same idle state, and count what happened.
+ */
+static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_core, u32 pol,
+			   struct sisu_stats *st)
+{
+	u32 llc = llc_of(target), shadow = cfg.shadow;
+	bool prop_books, has_shadow, existed = false, shadow_found = false;
+	struct sisu_cpu_ctx *wc = cpu_ctx(bpf_get_smp_processor_id());
+	struct depth d, sd = {};
+	struct scan sc = { .found = -1 }, ssc;
+	const struct cpumask *idle;
+	u64 t0 = 0, t = 0;
+
+	has_shadow = st && shadow < SISU_POL_BUILTIN && shadow != pol;
+	/* SIS_PROP keeps its books whenever it is active or watched. */
+	prop_books = wc && !idle_core &&
+		     (pol == SISU_POL_PROP || (has_shadow && shadow == SISU_POL_PROP));
+	if (prop_books) {
+		u64 j = bpf_jiffies64();
+
+		prop_sync(wc, j);
+		sis_prop_age(wc, j);
+	}
+
+	policy_depth(pol, llc, idle_core, wc, &d);
+	if (has_shadow)
+		policy_depth(shadow, llc, idle_core, wc, &sd);
+
+	idle = scx_bpf_get_idle_cpumask();
+	if (st) {
+		existed = llc_has_idle(p, llc, idle);
+		if (has_shadow && sd.scan) {
+			scan_llc(p, target, sd.budget, idle_core, false, idle, &ssc);
+			shadow_found = ssc.found >= 0;
+		}
+	}
+	if (d.scan) {
+		t0 = bpf_ktime_get_ns();
+		scan_llc(p, target, d.budget, idle_core, true, idle, &sc);
+		t = bpf_ktime_get_ns() - t0;
+		if (prop_books)
+			sis_prop_charge(wc, t);
+	}
+	scx_bpf_put_idle_cpumask(idle);
+
+	if (st) {
+		bool found = sc.found >= 0;
+
+		st->scans++;
+		st->scan_ns += t;
+		if (idle_core)
+			st->core_scans++;
+		hist_add(st->examined, sc.examined);
+		hist_add(st->limit, d.limit);
+		matrix_add(st->found, existed, found);
+		if (has_shadow) {
+			hist_add(st->shadow_limit, sd.limit);
+			if (existed)
+				matrix_add(st->shadow, found, shadow_found);
+		}
+	}
+	return sc.found;
+}
+
+/* select_idle_smt(): an idle sibling of @prev that @p may use. */
+static s32 idle_smt_sibling(const struct task_struct *p, s32 prev)
+{
+	u32 j;
+
+	bpf_for(j, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(prev, j);
+
+		if (sib < 0)
+			break;
+		if (sib != prev && allowed(p, sib) && scx_bpf_test_and_clear_cpu_idle(sib))
+			return sib;
+	}
+	return -1;
+}
+
+struct pick {
+	s32 cpu;
+	u32 outcome;	/* enum sisu_outcome */
+};
+
+static void pick_idle(struct pick *pk, s32 cpu, u32 outcome)
+{
+	pk->cpu = cpu;
+	pk->outcome = outcome;
+}
+
+/* select_idle_sibling(), in the kernel's order. */
+static void select_idle_sibling(struct task_struct *p, s32 prev, s32 target, u32 pol,
+				struct sisu_stats *st, struct pick *pk)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc_of(target));
+	bool idle_core = false;
+	struct task_ctx *tctx;
+	s32 recent = -1, cpu;
+
+	pick_idle(pk, target, SISU_OUT_BUSY);
+
+	if (allowed(p, target) && scx_bpf_test_and_clear_cpu_idle(target))
+		return pick_idle(pk, target, SISU_OUT_TARGET);
+
+	if (prev != target && share_llc(prev, target) && allowed(p, prev) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev))
+		return pick_idle(pk, prev, SISU_OUT_PREV);
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (tctx) {
+		recent = tctx->recent_used_cpu;
+		tctx->recent_used_cpu = prev;
+	}
+	if (recent >= 0 && recent != prev && recent != target && share_llc(recent, target) &&
+	    allowed(p, recent) && scx_bpf_test_and_clear_cpu_idle(recent))
+		return pick_idle(pk, recent, SISU_OUT_RECENT);
+
+	if (smt_on) {
+		idle_core = lc && lc->has_idle_cores;
+		if (!idle_core && share_llc(prev, target)) {
+			cpu = idle_smt_sibling(p, prev);
+			if (cpu >= 0)
+				return pick_idle(pk, cpu, SISU_OUT_SMT);
+		}
+	}
+
+	cpu = select_idle_cpu(p, target, idle_core, pol, st);
+	if (cpu >= 0)
+		pick_idle(pk, cpu, SISU_OUT_SCAN);
+}
+
+/* The built-in policy, as a baseline arm. */
+static void pick_builtin(struct task_struct *p, s32 prev, u64 wake_flags, struct pick *pk)
+{
+	bool is_idle = false;
+	s32 cpu = scx_bpf_select_cpu_dfl(p, prev, wake_flags, &is_idle);
+
+	if (!is_idle)
+		return pick_idle(pk, cpu, SISU_OUT_BUSY);
+	pick_idle(pk, cpu, cpu == prev ? SISU_OUT_PREV : SISU_OUT_SCAN);
+}
+
+/*
+ * An idle CPU to take work queued on @cpu: in the same LLC if possible,
+ * else anywhere. Claimed, so that wakeups do not also pick it.
+ */
+static s32 claim_idle_near(s32 cpu)
+{
+	u32 llc = llc_of(cpu), width = width_of(llc), i;
+	const struct cpumask *online;
+	s32 found;
+
+	bpf_for(i, 0, width) {
+		s32 c = walk_cpu(llc, 0, i, width);
+
+		if (c < 0)
+			break;
+		if (c != cpu && scx_bpf_test_and_clear_cpu_idle(c))
+			return c;
+	}
+	if (nr_llcs < 2)
+		return -1;
+	online = scx_bpf_get_online_cpumask();
+	found = scx_bpf_pick_idle_cpu(online, 0);
+	scx_bpf_put_cpumask(online);
+	return found;
+}
+
+/*
+ * Work waits in @cpu's queue while @cpu is busy: wake an idle CPU, which
+ * will pull it, as the kernel's nohz balancer does from a busy CPU's tick.
+ */
+static void kick_idle_for_queue(s32 cpu)
+{
+	s32 idle;
+
+	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
+		return;
+	idle = claim_idle_near(cpu);
+	if (idle >= 0)
+		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+}
+
+/* Move one task from the busiest queue in @llc that has one @cpu may run. */
+static bool pull_from_llc(s32 cpu, u32 llc)
+{
+	u32 width = width_of(llc), i;
+	s32 busiest = -1, most = 0;
+
+	bpf_for(i, 0, width) {
+		s32 c = walk_cpu(llc, 0, i, width);
+		s32 n;
+
+		if (c < 0)
+			break;
+		n = scx_bpf_dsq_nr_queued(c);
+		if (c != cpu && n > most) {
+			most = n;
+			busiest = c;
+		}
+	}
+	if (busiest < 0)
+		return false;
+	if (scx_bpf_dsq_move_to_local(busiest, 0))
+		return true;
+
+	/* Nothing there may run here: try the other queues. */
+	bpf_for(i, 0, width) {
+		s32 c = walk_cpu(llc, 0, i, width);
+
+		if (c < 0)
+			break;
+		if (c != cpu && c != busiest && scx_bpf_dsq_nr_queued(c) > 0 &&
+		    scx_bpf_dsq_move_to_local(c, 0))
+			return true;
+	}
+	return false;
+}
+
+static void count_pull(bool remote)
+{
+	struct sisu_stats *st = stats_of(active_policy());
+
+	if (!st)
+		return;
+	if (remote)
+		st->pull_remote++;
+	else
+		st->pull_llc++;
+}
+
+s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	u32 pol = active_policy();
+	struct sisu_stats *st = stats_of(pol);
+	struct pick pk;
+
+	if (pol == SISU_POL_BUILTIN)
+		pick_builtin(p, prev_cpu, wake_flags, &pk);
+	else
+		select_idle_sibling(p, prev_cpu, prev_cpu, pol, st, &pk);
+
+	if (st) {
+		st->wakeups++;
+		u64 *n = MEMBER_VPTR(st->outcome, [pk.outcome]);
+
+		if (n)
+			(*n)++;
+	}
+	if (pk.outcome != SISU_OUT_BUSY)
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+	return pk.cpu;
+}
+
+/*
+ * No idle CPU was found (or the task skipped select_cpu): queue it on its
+ * CPU, ordered by virtual time. A task that slept gets at most one slice
+ * of credit, so sleepers cannot hoard it.
+ */
+void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	u64 vtime = p->scx.dsq_vtime;
+
+	if (time_before(vtime, vtime_now - slice_ns))
+		vtime = vtime_now - slice_ns;
+	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
+	/* The CPU may have gone idle since select_cpu looked. */
+	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u32 llc = llc_of(cpu), k;
+
+	if (scx_bpf_dsq_move_to_local(cpu, 0))
+		return;
+	if (pull_from_llc(cpu, llc))
+		return count_pull(false);
+	bpf_for(k, 1, nr_llcs) {
+		u32 other = llc + k;
+
+		if (other >= nr_llcs)
+			other -= nr_llcs;
+		if (pull_from_llc(cpu, other))
+			return count_pull(true);
+	}
+	/* Nothing else to run: let prev go on, one slice at a time. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+		prev->scx.slice = slice_ns;
+}
+
+void BPF_STRUCT_OPS(sisu_running, struct task_struct *p)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(bpf_get_smp_processor_id());
+	u64 now = bpf_ktime_get_ns();
+
+	if (c) {
+		c->acct_from = now;
+		c->run_start = now;
+		c->running = 1;
+	}
+	if (time_before(vtime_now, p->scx.dsq_vtime))
+		vtime_now = p->scx.dsq_vtime;
+}
+
+/* Charge the busy time not yet accounted, up to @now. */
+static void account_busy(struct sisu_cpu_ctx *c, u64 now)
+{
+	if (now > c->acct_from)
+		c->busy_ns += now - c->acct_from;
+	c->acct_from = now;
+}
+
+/* Long-running tasks are charged at every tick, so userspace sees them. */
+void BPF_STRUCT_OPS(sisu_tick, struct task_struct *p)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+
+	if (c)
+		account_busy(c, bpf_ktime_get_ns());
+	kick_idle_for_queue(cpu);
+}
+
+void BPF_STRUCT_OPS(sisu_stopping, struct task_struct *p, bool runnable)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(bpf_get_smp_processor_id());
+	u64 now = bpf_ktime_get_ns();
+
+	if (!c)
+		return;
+	account_busy(c, now);
+	c->running = 0;
+	if (now > c->run_start)
+		p->scx.dsq_vtime += (now - c->run_start) * 100 / p->scx.weight;
+}
+
+/*
+ * Idle transitions feed SIS_PROP (idle period lengths) and the idle-core
+ * hint, as the kernel's idle entry and ttwu_do_activate() do.
+ */
+void BPF_STRUCT_OPS(sisu_update_idle, s32 cpu, bool idle)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	u64 now = bpf_ktime_get_ns(), j = bpf_jiffies64();
+
+	if (!c)
+		return;
+	prop_sync(c, j);
+	if (!idle) {
+		if (c->idle_stamp && now > c->idle_stamp)
+			sis_prop_idle_end(c, now - c->idle_stamp, j);
+		c->idle_stamp = 0;
+		return;
+	}
+	c->idle_stamp = now;
+
+	if (smt_on) {
+		struct sisu_llc_ctx *lc = llc_ctx(llc_of(cpu));
+		const struct cpumask *idle_mask;
+		bool all = true;
+		u32 k;
+
+		if (!lc || lc->has_idle_cores)
+			return;
+		idle_mask = scx_bpf_get_idle_cpumask();
+		bpf_for(k, 0, SISU_MAX_SMT) {
+			s32 sib = sib_of(cpu, k);
+
+			if (sib < 0)
+				break;
+			if (sib != cpu && !bpf_cpumask_test_cpu(sib, idle_mask)) {
+				all = false;
+				break;
+			}
+		}
+		scx_bpf_put_idle_cpumask(idle_mask);
+		if (all)
+			lc->has_idle_cores = 1;
+	}
+}
+
+/* A higher class took the CPU: its queue must not wait for it. */
+void BPF_STRUCT_OPS(sisu_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	scx_bpf_reenqueue_local();
+	kick_idle_for_queue(cpu);
+}
+
+void BPF_STRUCT_OPS(sisu_enable, struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now;
+}
+
+s32 BPF_STRUCT_OPS(sisu_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct task_ctx *tctx;
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!tctx)
+		return -ENOMEM;
+	tctx->recent_used_cpu = -1;
+	return 0;
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(sisu_init)
+{
+	u32 n = scx_bpf_nr_cpu_ids(), i;
+	s32 ret;
+
+	/* One queue per CPU, its id the CPU's. */
+	bpf_for(i, 0, n) {
+		ret = scx_bpf_create_dsq(i, -1);
+		if (ret) {
+			scx_bpf_error("cannot create the queue of CPU %u: %d", i, ret);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void BPF_STRUCT_OPS(sisu_exit, struct scx_exit_info *ei)
+{
+	UEI_RECORD(uei, ei);
+}
+
+SCX_OPS_DEFINE(sisutil_ops,
+	       .select_cpu	= (void *)sisu_select_cpu,
+	       .enqueue		= (void *)sisu_enqueue,
+	       .dispatch	= (void *)sisu_dispatch,
+	       .tick		= (void *)sisu_tick,
+	       .running		= (void *)sisu_running,
+	       .stopping	= (void *)sisu_stopping,
+	       .update_idle	= (void *)sisu_update_idle,
+	       .cpu_release	= (void *)sisu_cpu_release,
+	       .enable		= (void *)sisu_enable,
+	       .init_task	= (void *)sisu_init_task,
+	       .init		= (void *)sisu_init,
+	       .exit		= (void *)sisu_exit,
+	       .flags		= SCX_OPS_KEEP_BUILTIN_IDLE,
+	       .name		= "sisutil");

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * SIS_PROP's arithmetic as Linux 5.14-6.6 did it, written as pure functions
+ * on a CPU's record so that the BPF scheduler and the host unit tests
+ * (build.rs compiles this header for them) run the very same code.
+ *
+ * The idea: a CPU that was idle for a while when it got woken is likely to
+ * be idle that long again, and the LLC as a whole offers about
+ * width * that much idle time. A scan is worth doing while the time it
+ * costs stays small against the idle time it can hope to find, so the
+ * depth is the LLC's expected idle time over the average cost of a scan.
+ */
+#ifndef __SISUTIL_SIS_PROP_H
+#define __SISUTIL_SIS_PROP_H
+
+#include "intf.h"
+
+/* sysctl_sched_migration_cost, the default max_idle_balance_cost. */
+#define SIS_PROP_IDLE_BALANCE_COST	500000ULL
+/* avg_idle starts at, and never exceeds, twice that. */
+#define SIS_PROP_AVG_IDLE_MAX		(2 * SIS_PROP_IDLE_BALANCE_COST)
+/* The depth SIS_PROP never goes below. */
+#define SIS_PROP_MIN_NR			4
+
+/*
+ * The kernel's update_avg(): new = old + (sample - old) / 8, with a signed
+ * difference so that the average also falls. Unsigned wrap-around of the
+ * addition gives the signed result.
+ */
+static inline void sis_avg_update(u64 *avg, u64 sample)
+{
+	s64 diff = (s64)(sample - *avg);
+
+	*avg += (u64)(diff / 8);
+}
+
+/* The state a CPU has at boot, and after a policy switch. */
+static inline void sis_prop_reset(struct sisu_cpu_ctx *c, u64 now_jiffies)
+{
+	c->idle_stamp = 0;
+	c->avg_idle = SIS_PROP_AVG_IDLE_MAX;
+	c->wake_avg_idle = c->avg_idle;
+	c->wake_stamp = now_jiffies;
+	c->avg_scan_cost = 0;
+}
+
+/*
+ * The CPU got work after being idle for @idle_ns (the kernel does this in
+ * ttwu_do_activate()). A fresh idle-time budget of half the average idle
+ * period is what wakeups from this CPU may spend on scans.
+ */
+static inline void sis_prop_idle_end(struct sisu_cpu_ctx *c, u64 idle_ns, u64 now_jiffies)
+{
+	sis_avg_update(&c->avg_idle, idle_ns);
+	if (c->avg_idle > SIS_PROP_AVG_IDLE_MAX)
+		c->avg_idle = SIS_PROP_AVG_IDLE_MAX;
+	c->wake_stamp = now_jiffies;
+	c->wake_avg_idle = c->avg_idle / 2;
+}
+
+/*
+ * The longer a CPU stays busy, the less its last idle period predicts:
+ * halve the budget once per jiffy since the CPU was last woken. Sixty-four
+ * halvings empty any u64, which bounds the loop as the verifier wants.
+ */
+static inline void sis_prop_age(struct sisu_cpu_ctx *c, u64 now_jiffies)
+{
+	int i;
+
+	for (i = 0; i < 64 && c->wake_stamp < now_jiffies && c->wake_avg_idle; i++) {
+		c->wake_stamp++;
+		c->wake_avg_idle >>= 1;
+	}
+}
+
+/*
+ * The depth. span_avg = width * wake_avg_idle is the idle time the LLC is
+ * expected to offer; dividing by the average scan cost (+1 so it is never
+ * zero) gives how many scans that time pays for, which the kernel used as
+ * the number of CPUs to look at. Below four scans' worth the depth is
+ * four anyway. Like the kernel's loop (`if (!--nr) return -1;`) the scan
+ * then examines at most nr - 1 CPUs.
+ */
+static inline u64 sis_prop_nr(u32 width, u64 wake_avg_idle, u64 avg_scan_cost)
+{
+	u64 avg_cost = avg_scan_cost + 1;
+	u64 span_avg = (u64)width * wake_avg_idle;
+
+	if (span_avg > SIS_PROP_MIN_NR * avg_cost)
+		return span_avg / avg_cost;
+	return SIS_PROP_MIN_NR;
+}
+
+/* A scan took @scan_ns: spend it from the budget and learn the cost. */
+static inline void sis_prop_charge(struct sisu_cpu_ctx *c, u64 scan_ns)
+{
+	c->wake_avg_idle -= c->wake_avg_idle < scan_ns ? c->wake_avg_idle : scan_ns;
+	sis_avg_update(&c->avg_scan_cost, scan_ns);
+}
+
+#endif /* __SISUTIL_SIS_PROP_H */

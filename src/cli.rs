@@ -1,0 +1,261 @@
+//! The command line.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::policy::Policy;
+use crate::sched::Settings;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "scx_sisutil",
+    version,
+    about = "A sched_ext scheduler that brings back the kernel's SIS_UTIL and SIS_PROP idle-CPU searches",
+    long_about = "A sched_ext scheduler that places waking tasks the way the kernel's \
+        select_idle_sibling() does, with the LLC scan limited by SIS_UTIL (default), SIS_PROP \
+        or a baseline policy, switchable while it runs, and the seed thread's scan statistics.\n\n\
+        Run it as root on a kernel with sched_ext; Ctrl-C unloads it.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Opts {
+    #[command(subcommand)]
+    pub cmd: Option<Cmd>,
+    #[command(flatten)]
+    pub run: RunOpts,
+}
+
+#[derive(Debug, Args)]
+pub struct RunOpts {
+    /// Idle-CPU search policy
+    #[arg(long, value_enum, default_value_t = Policy::Util)]
+    pub policy: Policy,
+
+    /// Judge this policy beside the active one at every scan, without
+    /// acting on it (fills the seed's "able to find" matrix; not builtin)
+    #[arg(long, value_enum)]
+    pub shadow: Option<Policy>,
+
+    /// util: scan the whole LLC when it has at most N CPUs and
+    /// nr_idle_scan > 0 (the seed's small-LLC proposal); 0 = off
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub small_llc: u32,
+
+    /// How often utilisation is folded and nr_idle_scan published, in ms.
+    /// The default is in the order of the kernel's LLC balance interval
+    /// (the LLC's width in ms when idle, twice that when busy: 8-16 ms for
+    /// an 8-CPU LLC), which is where the kernel refreshes nr_idle_scan
+    #[arg(long, value_name = "MS", default_value_t = 16,
+          value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub interval_ms: u64,
+
+    /// Time slice of a task, in microseconds
+    #[arg(long, value_name = "US", default_value_t = 3000,
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub slice_us: u64,
+
+    /// Also print the statistics every SECS seconds while running
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub stats: Option<f64>,
+
+    /// Print the statistics of the running instance every SECS seconds,
+    /// loading nothing
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub monitor: Option<f64>,
+
+    /// With --stats or --monitor: one JSON object per line instead of tables
+    #[arg(long)]
+    pub json: bool,
+
+    /// Do not count scan statistics (to measure what counting costs)
+    #[arg(long)]
+    pub no_scan_stats: bool,
+
+    /// Exit debug dump buffer length; 0 = the kernel's default
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub exit_dump_len: u32,
+
+    /// Verbose output, libbpf's included
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Change a setting of the running instance, without reloading it
+    Set {
+        #[command(subcommand)]
+        what: SetCmd,
+    },
+    /// Print the running instance's statistics once
+    Stats {
+        /// As one JSON object instead of tables
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restart the running instance's statistics
+    ResetStats,
+    /// Print the running instance's settings
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SetCmd {
+    /// The idle-CPU search policy
+    Policy {
+        #[arg(value_enum)]
+        policy: Policy,
+    },
+    /// The shadow policy, or "off"
+    Shadow {
+        #[arg(value_parser = parse_shadow)]
+        shadow: Shadow,
+    },
+    /// The small-LLC rule's width, or "off"
+    SmallLlc {
+        #[arg(value_parser = parse_small_llc)]
+        n: u32,
+    },
+}
+
+/// A shadow policy, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shadow(pub Option<Policy>);
+
+fn parse_shadow(s: &str) -> Result<Shadow, String> {
+    if s == "off" {
+        return Ok(Shadow(None));
+    }
+    match <Policy as clap::ValueEnum>::from_str(s, false) {
+        Ok(p) if p.can_shadow() => Ok(Shadow(Some(p))),
+        _ => Err(format!("expected off, util, prop, full or none, got {s:?}")),
+    }
+}
+
+fn parse_small_llc(s: &str) -> Result<u32, String> {
+    match s {
+        "off" => Ok(0),
+        _ => match s.parse::<u32>() {
+            Ok(n) if n <= 1024 => Ok(n),
+            _ => Err(format!("expected a CPU count 0..=1024 or off, got {s:?}")),
+        },
+    }
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.01..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "expected seconds between 0.01 and 86400, got {s:?}"
+        )),
+    }
+}
+
+impl RunOpts {
+    pub fn settings(&self) -> Result<Settings, String> {
+        if let Some(s) = self.shadow {
+            if !s.can_shadow() {
+                return Err(format!("--shadow {s}: {s} cannot be a shadow policy"));
+            }
+            if s == self.policy {
+                return Err(format!("--shadow {s}: must differ from --policy"));
+            }
+            if self.no_scan_stats {
+                return Err("--shadow needs the scan statistics (drop --no-scan-stats)".into());
+            }
+        }
+        Ok(Settings {
+            policy: self.policy,
+            shadow: self.shadow,
+            small_llc: self.small_llc,
+            interval: Duration::from_millis(self.interval_ms),
+            slice: Duration::from_micros(self.slice_us),
+            scan_stats: !self.no_scan_stats,
+            verbose: self.verbose,
+            exit_dump_len: self.exit_dump_len,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Opts, clap::Error> {
+        Opts::try_parse_from(std::iter::once("scx_sisutil").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn defaults() {
+        let o = parse(&[]).unwrap();
+        let s = o.run.settings().unwrap();
+        assert_eq!(s.policy, Policy::Util);
+        assert_eq!(s.interval, Duration::from_millis(16));
+        assert!(s.scan_stats);
+        assert!(o.cmd.is_none());
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        for args in [
+            &["--policy", "fast"][..],
+            &["--interval-ms", "0"],
+            &["--interval-ms", "99999999"],
+            &["--interval-ms", "-5"],
+            &["--small-llc", "5000"],
+            &["--slice-us", "1"],
+            &["--stats", "0"],
+            &["--monitor", "nan"],
+            &["--stats", "-1"],
+            &["set", "policy", "fast"],
+            &["set", "shadow", "builtin"],
+            &["set", "small-llc", "lots"],
+            &["set", "policy"],
+        ] {
+            assert!(parse(args).is_err(), "{args:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn inconsistent_settings_are_refused() {
+        let o = parse(&["--policy", "prop", "--shadow", "prop"]).unwrap();
+        assert!(o.run.settings().is_err());
+        let o = parse(&["--shadow", "builtin"]).unwrap();
+        assert!(o.run.settings().is_err());
+        let o = parse(&["--shadow", "prop", "--no-scan-stats"]).unwrap();
+        assert!(o.run.settings().is_err());
+        let o = parse(&["--shadow", "prop", "--small-llc", "16"]).unwrap();
+        assert!(o.run.settings().is_ok());
+    }
+
+    #[test]
+    fn set_commands() {
+        let o = parse(&["set", "shadow", "off"]).unwrap();
+        assert!(matches!(
+            o.cmd,
+            Some(Cmd::Set {
+                what: SetCmd::Shadow {
+                    shadow: Shadow(None)
+                }
+            })
+        ));
+        let o = parse(&["set", "small-llc", "off"]).unwrap();
+        assert!(matches!(
+            o.cmd,
+            Some(Cmd::Set {
+                what: SetCmd::SmallLlc { n: 0 }
+            })
+        ));
+        let o = parse(&["set", "policy", "prop"]).unwrap();
+        assert!(matches!(
+            o.cmd,
+            Some(Cmd::Set {
+                what: SetCmd::Policy {
+                    policy: Policy::Prop
+                }
+            })
+        ));
+        assert!(parse(&["--policy", "prop", "status"]).is_err());
+    }
+}

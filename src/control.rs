@@ -1,0 +1,278 @@
+//! The run-time switch. A second invocation (`scx_sisutil set policy prop`)
+//! asks the running instance, through its stats server's socket, to change
+//! the policy or its options; the instance applies the change between two
+//! wakeups, without unloading, and answers with its new state.
+//!
+//! The socket is the stats server's (root-only, see sched.rs); a request
+//! is a stats request for the target "control" whose arguments say what to
+//! change.
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, bail, Result};
+use scx_stats::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Policy;
+use crate::stats::Metrics;
+
+/// The stats target that carries control requests.
+pub const TARGET: &str = "control";
+
+/// What to change; `None` leaves a setting as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    pub policy: Option<Policy>,
+    /// `Some(None)` turns the shadow policy off.
+    pub shadow: Option<Option<Policy>>,
+    /// `Some(0)` turns the small-LLC rule off.
+    pub small_llc: Option<u32>,
+    /// Restart the counters without changing anything else.
+    pub reset: bool,
+}
+
+/// The instance's settings after a request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    pub policy: Policy,
+    pub shadow: Option<Policy>,
+    pub small_llc: u32,
+    pub switches: u64,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "policy {}", self.policy)?;
+        match self.shadow {
+            Some(s) => write!(f, ", shadow {s}")?,
+            None => write!(f, ", no shadow")?,
+        }
+        match self.small_llc {
+            0 => write!(f, ", small-llc off")?,
+            n => write!(f, ", small-llc {n}")?,
+        }
+        write!(f, " ({} switch(es) since start)", self.switches)
+    }
+}
+
+/// Messages from the stats server's threads to the scheduler's loop.
+#[derive(Clone, Debug)]
+pub enum Request {
+    Stats,
+    Control(Change),
+}
+
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Stats(Box<Metrics>),
+    Control(Result<Status, String>),
+}
+
+impl Change {
+    /// The request's arguments on the wire.
+    pub fn to_args(&self) -> Vec<(String, String)> {
+        let mut args = vec![("target".to_string(), TARGET.to_string())];
+        if let Some(p) = self.policy {
+            args.push(("policy".into(), p.name().into()));
+        }
+        if let Some(s) = self.shadow {
+            args.push(("shadow".into(), s.map_or("off", |p| p.name()).into()));
+        }
+        if let Some(n) = self.small_llc {
+            args.push(("small_llc".into(), n.to_string()));
+        }
+        if self.reset {
+            args.push(("reset".into(), "1".into()));
+        }
+        args
+    }
+
+    pub fn from_args(args: &BTreeMap<String, String>) -> Result<Self> {
+        let mut c = Change::default();
+        for (k, v) in args {
+            match k.as_str() {
+                "target" => {}
+                "policy" => c.policy = Some(parse_policy(v)?),
+                "shadow" if v == "off" => c.shadow = Some(None),
+                "shadow" => c.shadow = Some(Some(parse_policy(v)?)),
+                "small_llc" => {
+                    c.small_llc = Some(v.parse().map_err(|_| anyhow!("bad small_llc {v:?}"))?)
+                }
+                "reset" => c.reset = true,
+                _ => bail!("unknown setting {k:?}"),
+            }
+        }
+        Ok(c)
+    }
+
+    /// The settings this change leads to from `cur`, or why it cannot.
+    pub fn apply_to(&self, cur: &Status) -> Result<Status, String> {
+        let mut next = cur.clone();
+        if let Some(p) = self.policy {
+            next.policy = p;
+        }
+        if let Some(s) = self.shadow {
+            next.shadow = s;
+        }
+        if let Some(n) = self.small_llc {
+            next.small_llc = n;
+        }
+        if let Some(s) = next.shadow {
+            if !s.can_shadow() {
+                return Err(format!("{s} cannot be a shadow policy"));
+            }
+            if s == next.policy {
+                return Err(format!(
+                    "the shadow policy must differ from the active one ({s})"
+                ));
+            }
+        }
+        if next != *cur {
+            next.switches += 1;
+        }
+        Ok(next)
+    }
+}
+
+fn parse_policy(v: &str) -> Result<Policy> {
+    Policy::ALL
+        .into_iter()
+        .find(|p| p.name() == v)
+        .ok_or_else(|| anyhow!("unknown policy {v:?}"))
+}
+
+/// The stats-server side: forwards a control request to the loop.
+pub fn server_reader() -> Box<dyn StatsReaderSend<Request, Reply>> {
+    Box::new(|args, (req, res)| {
+        let change = Change::from_args(args)?;
+        req.send(Request::Control(change))?;
+        match res.recv()? {
+            Reply::Control(Ok(status)) => Ok(serde_json::to_value(status)?),
+            Reply::Control(Err(why)) => bail!("{why}"),
+            Reply::Stats(_) => bail!("unexpected stats reply"),
+        }
+    })
+}
+
+/// The client side: sends `change` to the running instance.
+pub fn send(change: &Change) -> Result<Status> {
+    // SAFETY: geteuid() has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("only root may change the running scheduler's settings");
+    }
+    if !running_is_ours()? {
+        bail!("no scx_sisutil instance is running");
+    }
+    let mut client = StatsClient::new().connect(None).map_err(|_| {
+        anyhow!("no scx_sisutil instance is running (its stats socket does not answer)")
+    })?;
+    match client.request::<Status>("stats", change.to_args()) {
+        Ok(status) => Ok(status),
+        // The server answers a refusal with an errno and the reason as a
+        // JSON string.
+        Err(e) if e.downcast_ref::<StatsErrno>().is_some() => {
+            let raw = e.root_cause().to_string();
+            let why = serde_json::from_str::<String>(&raw).unwrap_or(raw);
+            bail!(
+                "the running instance refused: {}",
+                why.lines().next().unwrap_or_default()
+            )
+        }
+        Err(e) => Err(e.context("the running instance did not answer")),
+    }
+}
+
+/// Whether the loaded sched_ext scheduler is scx_sisutil.
+pub fn running_is_ours() -> Result<bool> {
+    let state = std::fs::read_to_string("/sys/kernel/sched_ext/state").unwrap_or_default();
+    if state.trim() != "enabled" {
+        return Ok(false);
+    }
+    let ops = std::fs::read_to_string("/sys/kernel/sched_ext/root/ops").unwrap_or_default();
+    Ok(ops.trim().starts_with(crate::sched::OPS_NAME))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status() -> Status {
+        Status {
+            policy: Policy::Util,
+            shadow: None,
+            small_llc: 0,
+            switches: 0,
+        }
+    }
+
+    #[test]
+    fn args_round_trip() {
+        let c = Change {
+            policy: Some(Policy::Prop),
+            shadow: Some(Some(Policy::Util)),
+            small_llc: Some(16),
+            reset: true,
+        };
+        let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
+        assert_eq!(args["target"], TARGET);
+        assert_eq!(Change::from_args(&args).unwrap(), c);
+        let off = Change {
+            shadow: Some(None),
+            ..Default::default()
+        };
+        let args: BTreeMap<String, String> = off.to_args().into_iter().collect();
+        assert_eq!(Change::from_args(&args).unwrap(), off);
+    }
+
+    #[test]
+    fn bad_args_are_refused() {
+        let bad = |k: &str, v: &str| {
+            let args = BTreeMap::from([(k.to_string(), v.to_string())]);
+            Change::from_args(&args).is_err()
+        };
+        assert!(bad("policy", "fast"));
+        assert!(bad("shadow", "nope"));
+        assert!(bad("small_llc", "-1"));
+        assert!(bad("colour", "red"));
+    }
+
+    #[test]
+    fn apply_counts_switches_and_checks_the_shadow() {
+        let cur = status();
+        let next = Change {
+            policy: Some(Policy::Prop),
+            ..Default::default()
+        }
+        .apply_to(&cur)
+        .unwrap();
+        assert_eq!(next.policy, Policy::Prop);
+        assert_eq!(next.switches, 1);
+
+        let same = Change {
+            policy: Some(Policy::Util),
+            ..Default::default()
+        };
+        assert_eq!(same.apply_to(&cur).unwrap().switches, 0);
+
+        let own_shadow = Change {
+            shadow: Some(Some(Policy::Util)),
+            ..Default::default()
+        };
+        assert!(own_shadow.apply_to(&cur).is_err());
+        let builtin_shadow = Change {
+            shadow: Some(Some(Policy::Builtin)),
+            ..Default::default()
+        };
+        assert!(builtin_shadow.apply_to(&cur).is_err());
+        // Switching to the shadow's policy while it shadows is refused too.
+        let shadowed = Status {
+            shadow: Some(Policy::Prop),
+            ..cur
+        };
+        let clash = Change {
+            policy: Some(Policy::Prop),
+            ..Default::default()
+        };
+        assert!(clash.apply_to(&shadowed).is_err());
+    }
+}

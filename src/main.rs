@@ -1,0 +1,166 @@
+//! scx_sisutil: wires the command line to the scheduler, the run-time
+//! switch and the statistics monitor.
+
+mod bpf_intf;
+mod bpf_skel;
+mod cli;
+mod control;
+mod policy;
+mod sched;
+mod stats;
+mod topology;
+mod utilisation;
+
+use std::mem::MaybeUninit;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use clap::error::ErrorKind;
+use clap::Parser;
+use log::{info, warn};
+
+use cli::{Cmd, Opts, RunOpts, SetCmd};
+use control::Change;
+
+fn main() -> ExitCode {
+    let opts = match Opts::try_parse() {
+        Ok(opts) => opts,
+        Err(e) => return usage_error(e),
+    };
+    init_logging(opts.run.verbose);
+    match run(opts) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("scx_sisutil: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// clap's multi-line errors, folded into one line (help and version are
+/// printed as they are).
+fn usage_error(e: clap::Error) -> ExitCode {
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.to_string();
+    let body = text
+        .split("\n\nUsage:")
+        .next()
+        .and_then(|t| t.split("\n\nFor more information").next())
+        .unwrap_or(&text);
+    let line = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    eprintln!("scx_sisutil: {}", line.trim_start_matches("error: "));
+    ExitCode::from(2)
+}
+
+fn init_logging(verbose: bool) {
+    let level = if verbose {
+        simplelog::LevelFilter::Debug
+    } else {
+        simplelog::LevelFilter::Info
+    };
+    let config = simplelog::ConfigBuilder::new()
+        .set_time_level(simplelog::LevelFilter::Off)
+        .set_target_level(simplelog::LevelFilter::Off)
+        .set_thread_level(simplelog::LevelFilter::Off)
+        .set_location_level(simplelog::LevelFilter::Off)
+        .build();
+    // A second logger cannot exist; nothing to do if one does.
+    let _ = simplelog::TermLogger::init(
+        level,
+        config,
+        simplelog::TerminalMode::Stderr,
+        simplelog::ColorChoice::Never,
+    );
+}
+
+fn run(opts: Opts) -> Result<()> {
+    match opts.cmd {
+        Some(Cmd::Set { what }) => {
+            let change = match what {
+                SetCmd::Policy { policy } => Change {
+                    policy: Some(policy),
+                    ..Default::default()
+                },
+                SetCmd::Shadow { shadow } => Change {
+                    shadow: Some(shadow.0),
+                    ..Default::default()
+                },
+                SetCmd::SmallLlc { n } => Change {
+                    small_llc: Some(n),
+                    ..Default::default()
+                },
+            };
+            println!("{}", control::send(&change)?);
+            Ok(())
+        }
+        Some(Cmd::Stats { json }) => {
+            if !control::running_is_ours()? {
+                return Err(anyhow!("no scx_sisutil instance is running"));
+            }
+            stats::print_once(json)
+        }
+        Some(Cmd::ResetStats) => {
+            let change = Change {
+                reset: true,
+                ..Default::default()
+            };
+            println!("{}", control::send(&change)?);
+            Ok(())
+        }
+        Some(Cmd::Status) => {
+            println!("{}", control::send(&Change::default())?);
+            Ok(())
+        }
+        None => match opts.run.monitor {
+            Some(secs) => monitor(secs, opts.run.json),
+            None => run_scheduler(&opts.run),
+        },
+    }
+}
+
+fn shutdown_flag() -> Result<Arc<AtomicBool>> {
+    let shutdown = Arc::new(AtomicBool::new(false));
+    let flag = shutdown.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("cannot install the SIGINT/SIGTERM handler")?;
+    Ok(shutdown)
+}
+
+fn monitor(secs: f64, json: bool) -> Result<()> {
+    if !control::running_is_ours()? {
+        return Err(anyhow!("no scx_sisutil instance is running"));
+    }
+    stats::monitor(Duration::from_secs_f64(secs), json, shutdown_flag()?)
+}
+
+fn run_scheduler(opts: &RunOpts) -> Result<()> {
+    let settings = opts.settings().map_err(|e| anyhow!(e))?;
+    sched::preflight()?;
+    let shutdown = shutdown_flag()?;
+    let mut printer = opts.stats.map(|secs| (secs, opts.json));
+
+    let mut open_object = MaybeUninit::uninit();
+    loop {
+        let mut sched = sched::Scheduler::init(&settings, &mut open_object)?;
+        // The printer is a client of the stats server, which now exists.
+        if let Some((secs, json)) = printer.take() {
+            let flag = shutdown.clone();
+            std::thread::spawn(move || {
+                if let Err(e) = stats::monitor(Duration::from_secs_f64(secs), json, flag) {
+                    warn!("statistics printer stopped: {e:#}");
+                }
+            });
+        }
+        let exit = sched.run(shutdown.clone())?;
+        if !exit.should_restart() {
+            return Ok(());
+        }
+        info!("the kernel asked for a restart (CPU hotplug?): reloading");
+    }
+}

@@ -1,0 +1,381 @@
+//! Loading, running and unloading the BPF scheduler: checks before load,
+//! the topology and settings BPF gets, the loop that publishes SIS_UTIL's
+//! depth every interval and serves stats and control requests, and the
+//! exit report.
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+use crossbeam::channel::RecvTimeoutError;
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_stats::prelude::*;
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{Topology, UserExitInfo};
+
+use crate::bpf_intf;
+use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use crate::control::{Reply, Request, Status};
+use crate::policy::{self, Policy};
+use crate::stats::{self, Counters, LlcMetrics, Metrics};
+use crate::topology::{self, Layout};
+use crate::utilisation::{self, Tracker};
+
+/// The name the kernel shows in /sys/kernel/sched_ext/root/ops.
+pub const OPS_NAME: &str = "sisutil";
+const SCHED_EXT: &str = "/sys/kernel/sched_ext";
+
+/// What the scheduler is started with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub policy: Policy,
+    pub shadow: Option<Policy>,
+    pub small_llc: u32,
+    pub interval: Duration,
+    pub slice: Duration,
+    pub scan_stats: bool,
+    pub verbose: bool,
+    pub exit_dump_len: u32,
+}
+
+/// Refuses to start where loading cannot work, with the reason.
+pub fn preflight() -> Result<()> {
+    // SAFETY: geteuid() has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
+    }
+    if !Path::new(SCHED_EXT).exists() {
+        bail!(
+            "this kernel has no sched_ext ({SCHED_EXT} is missing; it needs CONFIG_SCHED_CLASS_EXT=y, Linux 6.12 or later)"
+        );
+    }
+    let state = std::fs::read_to_string(format!("{SCHED_EXT}/state"))
+        .with_context(|| format!("cannot read {SCHED_EXT}/state"))?;
+    if state.trim() != "disabled" {
+        let ops = std::fs::read_to_string(format!("{SCHED_EXT}/root/ops")).unwrap_or_default();
+        let ops = ops.trim();
+        if ops.starts_with(OPS_NAME) {
+            bail!("scx_sisutil is already running ({ops}); change its policy with `scx_sisutil set policy ...`");
+        }
+        bail!(
+            "another sched_ext scheduler is already loaded ({}); unload it first",
+            if ops.is_empty() { state.trim() } else { ops }
+        );
+    }
+    Ok(())
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists. It is
+    // the clock of bpf_ktime_get_ns(), which BPF stamps busy time with.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    layout: Layout,
+    tracker: Tracker,
+    status: Status,
+    /// Counters of every policy when counting last restarted.
+    baseline: Vec<Counters>,
+    counting_since: Instant,
+    interval: Duration,
+    server: StatsServer<Request, Reply>,
+}
+
+impl<'a> Scheduler<'a> {
+    pub fn init(s: &Settings, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let topo = Topology::new().context("cannot read the CPU topology")?;
+        let layout = Layout::new(&topo)?;
+        info!("topology: {}", layout.describe());
+
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(s.verbose);
+        let mut skel = scx_ops_open!(
+            builder,
+            open_object,
+            sisutil_ops,
+            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+        )?;
+        skel.struct_ops.sisutil_ops_mut().exit_dump_len = s.exit_dump_len;
+        publish_topology(&mut skel, &layout, s)?;
+
+        let mut skel = scx_ops_load!(skel, sisutil_ops, uei)?;
+        let status = Status {
+            policy: s.policy,
+            shadow: s.shadow,
+            small_llc: s.small_llc,
+            switches: 0,
+        };
+        write_cfg(&mut skel, &status, 1)?;
+        let link = scx_ops_attach!(skel, sisutil_ops)?;
+
+        let server = StatsServer::new(stats::server_data())
+            .launch()
+            .context("cannot start the stats server")?;
+        restrict_socket();
+        info!("scx_sisutil running: {status}");
+
+        let nr_ids = layout.cpu_llc.len();
+        let mut sched = Self {
+            skel,
+            link: Some(link),
+            layout,
+            tracker: Tracker::new(nr_ids),
+            status,
+            baseline: Vec::new(),
+            counting_since: Instant::now(),
+            interval: s.interval,
+            server,
+        };
+        sched.restart_counting()?;
+        Ok(sched)
+    }
+
+    /// Runs until `shutdown` or until the kernel unloads the scheduler;
+    /// returns why it ended.
+    pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
+        let (res_tx, req_rx) = self.server.channels();
+        let mut next = Instant::now() + self.interval;
+        while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
+            match req_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                Ok(req) => res_tx.send(self.handle(req))?,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.publish_depths();
+                    next += self.interval;
+                    let now = Instant::now();
+                    if next < now {
+                        next = now + self.interval;
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => bail!("the stats server stopped"),
+            }
+        }
+        // Dropping the link unregisters the scheduler; the kernel then
+        // fills in why it exited.
+        self.link.take();
+        uei_report!(&self.skel, uei)
+    }
+
+    /// One interval: fold busy time into utilisation, and publish each
+    /// LLC's sum and SIS_UTIL depth.
+    fn publish_depths(&mut self) {
+        let now = monotonic_ns();
+        let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
+            return;
+        };
+        for llc in &self.layout.llcs {
+            for &cpu in &llc.cpus {
+                let c = &bss.cpus[cpu];
+                // SAFETY: plain reads of fields BPF updates concurrently;
+                // volatile so that every interval reads them afresh.
+                let (busy, from, running) = unsafe {
+                    (
+                        ptr::read_volatile(&c.busy_ns),
+                        ptr::read_volatile(&c.acct_from),
+                        ptr::read_volatile(&c.running) != 0,
+                    )
+                };
+                self.tracker
+                    .update(cpu, utilisation::busy_at(busy, from, running, now), now);
+            }
+        }
+        for (i, llc) in self.layout.llcs.iter().enumerate() {
+            let sum = self.tracker.sum(&llc.cpus);
+            let nr = policy::nr_idle_scan(sum, llc.cpus.len() as u64);
+            let rec = &mut bss.llcs[i];
+            // SAFETY: aligned u32 stores into the mmapped record BPF reads.
+            unsafe {
+                ptr::write_volatile(&mut rec.sum_util, sum as u32);
+                ptr::write_volatile(&mut rec.nr_idle_scan, nr as u32);
+                ptr::write_volatile(&mut rec.seq, rec.seq.wrapping_add(1));
+            }
+        }
+    }
+
+    fn handle(&mut self, req: Request) -> Reply {
+        match req {
+            Request::Stats => match self.metrics() {
+                Ok(m) => Reply::Stats(Box::new(m)),
+                Err(e) => {
+                    warn!("cannot read the statistics: {e:#}");
+                    Reply::Stats(Box::default())
+                }
+            },
+            Request::Control(change) => Reply::Control(self.apply(&change)),
+        }
+    }
+
+    /// Applies a run-time change; the BPF side sees it at its next wakeup.
+    fn apply(&mut self, change: &crate::control::Change) -> Result<Status, String> {
+        let next = change.apply_to(&self.status)?;
+        if next != self.status {
+            // A new epoch restarts SIS_PROP's per-CPU state.
+            let epoch = next.switches as u32 + 1;
+            write_cfg(&mut self.skel, &next, epoch).map_err(|e| format!("{e:#}"))?;
+            info!("switched: {} -> {next}", self.status);
+        }
+        if next != self.status || change.reset {
+            self.restart_counting().map_err(|e| format!("{e:#}"))?;
+        }
+        self.status = next;
+        Ok(self.status.clone())
+    }
+
+    fn counters(&self, policy: Policy) -> Result<Counters> {
+        let key = policy.to_bpf().to_ne_bytes();
+        let per_cpu = self
+            .skel
+            .maps
+            .stats
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("cannot read the stats map")?
+            .unwrap_or_default();
+        Counters::sum_cpus(&per_cpu)
+    }
+
+    fn restart_counting(&mut self) -> Result<()> {
+        self.baseline = Policy::ALL
+            .iter()
+            .map(|&p| self.counters(p))
+            .collect::<Result<_>>()?;
+        self.counting_since = Instant::now();
+        Ok(())
+    }
+
+    fn metrics(&self) -> Result<Metrics> {
+        let p = self.status.policy;
+        let base = &self.baseline[p.to_bpf() as usize];
+        let counters = self.counters(p)?.since(base);
+        let ctx = stats::Context {
+            policy: p.to_string(),
+            shadow: self
+                .status
+                .shadow
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
+            small_llc: self.status.small_llc as u64,
+            switches: self.status.switches,
+            elapsed_s: self.counting_since.elapsed().as_secs_f64(),
+            topology: self.layout.describe(),
+            llcs: self.llc_metrics(),
+        };
+        Ok(Metrics::new(&counters, ctx))
+    }
+
+    fn llc_metrics(&self) -> Vec<LlcMetrics> {
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+            return Vec::new();
+        };
+        self.layout
+            .llcs
+            .iter()
+            .enumerate()
+            .map(|(i, llc)| {
+                let width = llc.cpus.len() as u64;
+                let rec = &bss.llcs[i];
+                let mean = |f: fn(&crate::bpf_skel::types::sisu_cpu_ctx) -> u64| {
+                    llc.cpus.iter().map(|&c| f(&bss.cpus[c])).sum::<u64>() / width.max(1)
+                };
+                LlcMetrics {
+                    index: i as u64,
+                    cpus: topology::cpulist(&llc.cpus),
+                    width,
+                    util_pct: 100.0 * rec.sum_util as f64
+                        / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64,
+                    sum_util: rec.sum_util as u64,
+                    nr_idle_scan: rec.nr_idle_scan as u64,
+                    has_idle_cores: rec.has_idle_cores as u64,
+                    prop_avg_scan_cost_ns: mean(|c| c.avg_scan_cost),
+                    prop_wake_avg_idle_ns: mean(|c| c.wake_avg_idle),
+                    prop_avg_idle_ns: mean(|c| c.avg_idle),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        self.link.take();
+    }
+}
+
+/// Hands BPF the topology and the load-time settings.
+fn publish_topology(
+    skel: &mut crate::bpf_skel::OpenBpfSkel,
+    l: &Layout,
+    s: &Settings,
+) -> Result<()> {
+    let rodata = skel
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("the BPF object has no read-only data")?;
+    let (flat, first) = l.flat_cpus();
+    rodata.nr_llcs = l.llcs.len() as u32;
+    rodata.smt_on = l.smt;
+    rodata.slice_ns = s.slice.as_nanos() as u64;
+    rodata.stats_on = s.scan_stats;
+    for (i, &cpu) in flat.iter().enumerate() {
+        rodata.llc_cpus[i] = cpu as i32;
+    }
+    for (i, llc) in l.llcs.iter().enumerate() {
+        rodata.llc_first[i] = first[i] as u32;
+        rodata.llc_width[i] = llc.cpus.len() as u32;
+    }
+    for (cpu, pos) in l.cpu_positions() {
+        rodata.cpu_pos[cpu] = pos as u32;
+        rodata.cpu_llc[cpu] = l.cpu_llc[cpu].unwrap_or(0) as u32;
+        rodata.cpu_sibs[cpu] = l.sibling_row(cpu);
+    }
+    // Until the first interval, every LLC counts as idle.
+    let bss = skel
+        .maps
+        .bss_data
+        .as_deref_mut()
+        .context("the BPF object has no bss")?;
+    for (i, llc) in l.llcs.iter().enumerate() {
+        bss.llcs[i].nr_idle_scan = llc.cpus.len() as u32;
+    }
+    Ok(())
+}
+
+fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
+    let data = skel
+        .maps
+        .data_data
+        .as_deref_mut()
+        .context("the BPF object has no data section")?;
+    let shadow = st.shadow.map_or(bpf_intf::SISU_NO_SHADOW, |p| p.to_bpf());
+    // SAFETY: aligned u32 stores into the mmapped config BPF reads; the
+    // epoch goes last so that a CPU that sees it sees the rest too.
+    unsafe {
+        ptr::write_volatile(&mut data.cfg.policy, st.policy.to_bpf());
+        ptr::write_volatile(&mut data.cfg.shadow, shadow);
+        ptr::write_volatile(&mut data.cfg.small_llc, st.small_llc);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        ptr::write_volatile(&mut data.cfg.epoch, epoch);
+    }
+    Ok(())
+}
+
+/// The stats socket also carries policy switches: only root may use it.
+fn restrict_socket() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = "/var/run/scx/root/stats";
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+        warn!("cannot restrict {path} to root: {e}");
+    }
+}

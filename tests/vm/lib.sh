@@ -1,0 +1,120 @@
+# Helpers for the tests that run inside the VM (busybox sh). Each check
+# prints "ok - ..." or "not ok - ..."; finish prints "N passed, N failed"
+# and fails the test if any check failed.
+
+SCHED=scx_sisutil
+STATE=/sys/kernel/sched_ext/state
+CHECKS=0
+FAILS=0
+
+log() { echo "# $*"; }
+
+pass() {
+	CHECKS=$((CHECKS + 1))
+	echo "ok - $*"
+}
+
+fail() {
+	CHECKS=$((CHECKS + 1))
+	FAILS=$((FAILS + 1))
+	echo "not ok - $*"
+}
+
+# check DESCRIPTION COMMAND...: passes if the command succeeds.
+check() {
+	desc=$1
+	shift
+	if "$@"; then pass "$desc"; else fail "$desc"; fi
+}
+
+state() { cat $STATE; }
+
+# wait_state STATE [SECONDS]
+wait_state() {
+	_want=$1
+	_ticks=$((${2:-60} * 5))
+	while [ "$(state)" != "$_want" ]; do
+		_ticks=$((_ticks - 1))
+		[ $_ticks -le 0 ] && return 1
+		sleep 0.2
+	done
+	return 0
+}
+
+# start_sched LOG ARGS...: starts the scheduler in the background (stderr
+# to LOG, stdout to LOG.out) and waits until sched_ext reports it enabled
+# (BPF verification is slow under TCG).
+start_sched() {
+	_log=$1
+	shift
+	$SCHED "$@" >"$_log.out" 2>"$_log" &
+	SCHED_PID=$!
+	if wait_state enabled 120; then
+		return 0
+	fi
+	echo "# scheduler did not load; its output:"
+	sed 's/^/#   /' "$_log"
+	return 1
+}
+
+# stop_sched [SIGNAL]: stops it, SCHED_RC gets its exit status.
+stop_sched() {
+	kill -"${1:-INT}" "$SCHED_PID"
+	wait "$SCHED_PID"
+	SCHED_RC=$?
+}
+
+# expect_error RC PATTERN COMMAND...: the command exits with RC and says
+# one line on stderr, which matches PATTERN.
+expect_error() {
+	_rc=$1
+	_pat=$2
+	shift 2
+	"$@" >/tmp/expect.out 2>/tmp/expect.err
+	_got=$?
+	_lines=$(wc -l </tmp/expect.err)
+	if [ "$_got" -eq "$_rc" ] && [ "$_lines" -eq 1 ] && grep -q -- "$_pat" /tmp/expect.err; then
+		pass "'$*' fails with one line: $(cat /tmp/expect.err)"
+	else
+		fail "'$*': exit $_got (want $_rc), $_lines stderr line(s), want /$_pat/:"
+		sed 's/^/#   /' /tmp/expect.err
+	fi
+}
+
+# json_field NAME JSON: the numeric values of every "NAME": in JSON.
+json_field() {
+	echo "$2" | grep -o "\"$1\":[0-9.]*" | cut -d: -f2
+}
+
+# json_lines FILE [FROM]: the JSON lines of FILE after line FROM.
+json_lines() {
+	tail -n +$((${2:-0} + 1)) "$1" | grep '^{'
+}
+
+# min_field NAME FILE [FROM]: the smallest value of NAME in those lines.
+min_field() {
+	json_lines "$2" "$3" | grep -o "\"$1\":[0-9]*" | cut -d: -f2 | sort -n | head -n1
+}
+
+# all_equal VALUE WORDS...: every word equals VALUE (and there is one).
+all_equal() {
+	_v=$1
+	shift
+	[ $# -gt 0 ] || return 1
+	for _w in "$@"; do [ "$_w" = "$_v" ] || return 1; done
+	return 0
+}
+
+# The kernel log has no sched_ext error, stall or disable for an error.
+kernel_clean() {
+	if dmesg | grep -E "runnable task stall|sched_ext:.*(error|stall|invalid)"; then
+		return 1
+	fi
+	return 0
+}
+
+finish() {
+	check "kernel log free of sched_ext errors and stalls" kernel_clean
+	echo "$((CHECKS - FAILS)) passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+}
