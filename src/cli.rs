@@ -98,6 +98,9 @@ pub enum Cmd {
     ResetStats,
     /// Print the running instance's settings
     Status,
+    /// Internal: removes the socket once the scheduler that started it ends
+    #[command(name = "__watch-socket", hide = true)]
+    WatchSocket,
 }
 
 #[derive(Debug, Subcommand)]

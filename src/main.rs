@@ -3,6 +3,7 @@
 
 mod bpf_intf;
 mod bpf_skel;
+mod cleanup;
 mod cli;
 mod control;
 mod policy;
@@ -113,6 +114,7 @@ fn run(opts: Opts) -> Result<()> {
             println!("{}", control::send(&change)?);
             Ok(())
         }
+        Some(Cmd::WatchSocket) => cleanup::run_watcher(),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);
             Ok(())
@@ -144,10 +146,12 @@ fn run_scheduler(opts: &RunOpts) -> Result<()> {
     sched::preflight()?;
     let shutdown = shutdown_flag()?;
     let mut printer = opts.stats.map(|secs| (secs, opts.json));
+    let mut watcher = cleanup::Watcher::spawn()?;
 
     let mut open_object = MaybeUninit::uninit();
     loop {
         let mut sched = sched::Scheduler::init(&settings, &mut open_object)?;
+        watcher.watch()?;
         // The printer is a client of the stats server, which now exists.
         if let Some((secs, json)) = printer.take() {
             let flag = shutdown.clone();

@@ -1,7 +1,8 @@
 //! The idle-CPU search policies and SIS_UTIL's depth math.
 //!
 //! SIS_PROP's math runs at every wakeup and so lives on the BPF side, in
-//! `src/bpf/sis_prop.h`; its unit tests below run that same header.
+//! `src/bpf/sis_prop.h`; its unit tests below run that same header,
+//! compiled for the host by build.rs.
 
 use std::fmt;
 
@@ -187,5 +188,138 @@ mod tests {
             None
         );
         assert!(!Policy::Builtin.can_shadow());
+    }
+}
+
+#[cfg(test)]
+mod sis_prop_tests {
+    use crate::bpf_intf::sisu_cpu_ctx;
+
+    extern "C" {
+        fn sisu_avg_update(avg: *mut u64, sample: u64);
+        fn sisu_prop_reset(c: *mut sisu_cpu_ctx, now_jiffies: u64);
+        fn sisu_prop_idle_end(c: *mut sisu_cpu_ctx, idle_ns: u64, now_jiffies: u64);
+        fn sisu_prop_age(c: *mut sisu_cpu_ctx, now_jiffies: u64);
+        fn sisu_prop_nr(width: u32, wake_avg_idle: u64, avg_scan_cost: u64) -> u64;
+        fn sisu_prop_charge(c: *mut sisu_cpu_ctx, scan_ns: u64);
+    }
+
+    // SAFETY (all wrappers): the C functions only read and write the
+    // record or integer they are handed.
+    fn avg(mut a: u64, sample: u64) -> u64 {
+        unsafe { sisu_avg_update(&mut a, sample) };
+        a
+    }
+
+    fn fresh(j: u64) -> sisu_cpu_ctx {
+        let mut c: sisu_cpu_ctx = unsafe { std::mem::zeroed() };
+        unsafe { sisu_prop_reset(&mut c, j) };
+        c
+    }
+
+    fn idle_end(c: &mut sisu_cpu_ctx, idle_ns: u64, j: u64) {
+        unsafe { sisu_prop_idle_end(c, idle_ns, j) }
+    }
+
+    fn age(c: &mut sisu_cpu_ctx, j: u64) {
+        unsafe { sisu_prop_age(c, j) }
+    }
+
+    fn nr(width: u32, wake_avg_idle: u64, cost: u64) -> u64 {
+        unsafe { sisu_prop_nr(width, wake_avg_idle, cost) }
+    }
+
+    fn charge(c: &mut sisu_cpu_ctx, scan_ns: u64) {
+        unsafe { sisu_prop_charge(c, scan_ns) }
+    }
+
+    #[test]
+    fn boot_values() {
+        let c = fresh(42);
+        assert_eq!(c.avg_idle, 1_000_000, "2 x sysctl_sched_migration_cost");
+        assert_eq!(c.wake_avg_idle, 1_000_000);
+        assert_eq!(c.wake_stamp, 42);
+        assert_eq!(c.avg_scan_cost, 0);
+        assert_eq!(c.idle_stamp, 0);
+    }
+
+    #[test]
+    fn moving_average_is_one_eighth_and_signed() {
+        assert_eq!(avg(1_000_000, 200_000), 900_000);
+        assert_eq!(avg(800, 1_600), 900);
+        // The difference is divided towards zero, as s64 division does.
+        assert_eq!(avg(10, 3), 10);
+        assert_eq!(avg(10, 2), 9);
+        assert_eq!(avg(0, 7), 0);
+    }
+
+    #[test]
+    fn idle_end_caps_and_refills_the_budget() {
+        let mut c = fresh(0);
+        idle_end(&mut c, 200_000, 7);
+        assert_eq!(c.avg_idle, 900_000);
+        assert_eq!(c.wake_avg_idle, 450_000, "half the average idle period");
+        assert_eq!(c.wake_stamp, 7);
+        // A long idle period cannot push the average past 1 ms.
+        idle_end(&mut c, 50_000_000, 9);
+        assert_eq!(c.avg_idle, 1_000_000);
+        assert_eq!(c.wake_avg_idle, 500_000);
+    }
+
+    #[test]
+    fn aging_halves_once_per_jiffy() {
+        let mut c = fresh(100);
+        c.wake_avg_idle = 500_000;
+        age(&mut c, 100);
+        assert_eq!(
+            (c.wake_avg_idle, c.wake_stamp),
+            (500_000, 100),
+            "same jiffy"
+        );
+        age(&mut c, 103);
+        assert_eq!((c.wake_avg_idle, c.wake_stamp), (62_500, 103));
+        // Long busy: the budget runs out after 16 more halvings and the
+        // stamp stays where it emptied, as in the kernel's loop.
+        age(&mut c, 10_000);
+        assert_eq!(c.wake_avg_idle, 0);
+        assert_eq!(c.wake_stamp, 103 + 16);
+        // Even u64::MAX empties within the 64 rounds.
+        c.wake_avg_idle = u64::MAX;
+        c.wake_stamp = 0;
+        age(&mut c, 1_000);
+        assert_eq!((c.wake_avg_idle, c.wake_stamp), (0, 64));
+    }
+
+    #[test]
+    fn depth_is_idle_time_over_scan_cost_with_a_floor_of_four() {
+        // span_avg = 8 * 500 us = 4 ms; avg_cost = 999 + 1 ns -> 4000.
+        assert_eq!(nr(8, 500_000, 999), 4000);
+        // span_avg = 16 * 10 us = 160 us over 20 us -> 8.
+        assert_eq!(nr(16, 10_000, 19_999), 8);
+        // Not more than four scans' worth: the floor.
+        assert_eq!(nr(4, 100, 999), 4);
+        assert_eq!(
+            nr(4, 1_000, 999),
+            4,
+            "span_avg == 4 * avg_cost is not above"
+        );
+        assert_eq!(nr(4, 1_001, 999), 4, "just above: 4004 / 1000");
+        assert_eq!(nr(8, 0, 0), 4);
+        // A fresh CPU (no scan cost learnt yet) allows a huge depth.
+        assert_eq!(nr(4, 1_000_000, 0), 4_000_000);
+    }
+
+    #[test]
+    fn scans_are_charged_back() {
+        let mut c = fresh(0);
+        c.wake_avg_idle = 1_000;
+        charge(&mut c, 300);
+        assert_eq!(c.wake_avg_idle, 700);
+        assert_eq!(c.avg_scan_cost, 37, "0 + 300 / 8");
+        charge(&mut c, 5_000);
+        assert_eq!(c.wake_avg_idle, 0, "never below zero");
+        assert_eq!(c.avg_scan_cost, 37 + (5_000 - 37) / 8);
+        // The cost the next depth divides by grew: fewer CPUs next time.
+        assert!(nr(8, 500_000, c.avg_scan_cost) < nr(8, 500_000, 37));
     }
 }

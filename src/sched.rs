@@ -54,8 +54,7 @@ pub fn preflight() -> Result<()> {
             "this kernel has no sched_ext ({SCHED_EXT} is missing; it needs CONFIG_SCHED_CLASS_EXT=y, Linux 6.12 or later)"
         );
     }
-    let state = std::fs::read_to_string(format!("{SCHED_EXT}/state"))
-        .with_context(|| format!("cannot read {SCHED_EXT}/state"))?;
+    let state = settled_state()?;
     if state.trim() != "disabled" {
         let ops = std::fs::read_to_string(format!("{SCHED_EXT}/root/ops")).unwrap_or_default();
         let ops = ops.trim();
@@ -68,6 +67,21 @@ pub fn preflight() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// sched_ext's state, once a scheduler that is going away (after a
+/// SIGKILL, say) has finished doing so.
+fn settled_state() -> Result<String> {
+    let path = format!("{SCHED_EXT}/state");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let state =
+            std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+        if state.trim() != "disabling" || Instant::now() >= deadline {
+            return Ok(state);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn monotonic_ns() -> u64 {
@@ -374,7 +388,7 @@ fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
 /// The stats socket also carries policy switches: only root may use it.
 fn restrict_socket() {
     use std::os::unix::fs::PermissionsExt;
-    let path = "/var/run/scx/root/stats";
+    let path = crate::cleanup::SOCKET;
     if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
         warn!("cannot restrict {path} to root: {e}");
     }

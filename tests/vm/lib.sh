@@ -86,6 +86,23 @@ json_field() {
 	echo "$2" | grep -o "\"$1\":[0-9.]*" | cut -d: -f2
 }
 
+# json_str NAME JSON: the string value of the first "NAME": in JSON.
+json_str() {
+	echo "$2" | grep -o "\"$1\":\"[^\"]*\"" | head -n1 | cut -d'"' -f4
+}
+
+# json_array NAME JSON: the numbers of the array "NAME":[...] in JSON.
+json_array() {
+	echo "$2" | grep -o "\"$1\":\[[0-9,]*\]" | head -n1 | tr -d '[]' | cut -d: -f2 | tr ',' ' '
+}
+
+# sum NUMBERS...: their sum.
+sum() {
+	_s=0
+	for _n in "$@"; do _s=$((_s + _n)); done
+	echo $_s
+}
+
 # json_lines FILE [FROM]: the JSON lines of FILE after line FROM.
 json_lines() {
 	tail -n +$((${2:-0} + 1)) "$1" | grep '^{'

@@ -1,0 +1,29 @@
+# SMT (1 LLC of 2 cores x 2 threads): the scheduler sees the sibling pairs,
+# keeps the kernel's idle-core hint, looks for whole idle cores at light
+# load, and schedules hackbench to completion under every policy.
+# shape: 1x2x2
+. /tests/vm/lib.sh
+
+check "loads" start_sched /tmp/sched.log --policy util --stats 0.5 --json
+check "the topology has SMT on" grep -q "SMT on" /tmp/sched.log
+sleep 2
+idle=$(json_lines /tmp/sched.log.out | tail -n1)
+check "one LLC of width 4" [ "$(json_field width "$idle")" = 4 ]
+check "the idle-core hint is set while idle" [ "$(json_field has_idle_cores "$idle")" = 1 ]
+
+$SCHED reset-stats >/dev/null
+hackbench -g 1 -f 2 -l 3000 >/tmp/hb.log 2>&1
+check "light hackbench completed" grep -q '^Time:' /tmp/hb.log
+s=$($SCHED stats --json)
+log "core scans: $(json_field core_scans "$s") of $(json_field scans "$s"); smt: $(json_field wake_smt "$s")"
+check "scans looked for whole idle cores" [ "$(json_field core_scans "$s")" -gt 0 ]
+
+for p in prop full none builtin util; do
+	$SCHED set policy $p >/dev/null
+	hackbench -g 2 -l 300 >/tmp/hb.log 2>&1
+	check "hackbench under $p completed" grep -q '^Time:' /tmp/hb.log
+done
+check "still enabled" [ "$(state)" = enabled ]
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+finish

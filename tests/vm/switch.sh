@@ -1,0 +1,94 @@
+# Switching policies at run time (2 LLCs x 4 CPUs) while hackbench runs:
+# after each switch the scheduler reports the new policy and behaves as it
+# should (none never scans, full scans up to the LLC width, prop's depth is
+# never below 4, builtin uses sched_ext's own selection), sched_ext's
+# enable_seq does not change, only root may switch, and nothing is left
+# behind, also after SIGKILL.
+# shape: 2x4
+. /tests/vm/lib.sh
+
+# behaves POLICY JSON: the counters since the switch fit the policy.
+behaves() {
+	_pol=$1
+	_json=$2
+	_scans=$(json_field scans "$_json")
+	_lim=$(json_array limit "$_json")
+	_exa=$(json_array examined "$_json")
+	log "$_pol: scans $_scans, limit histogram: $_lim, examined histogram: $_exa"
+	# Limits below the LLC width, limits at it (the last slot), and
+	# scans that examined at least one CPU.
+	set -- $_lim
+	_below=$(($1 + $2 + $3 + $4))
+	_at=$5
+	set -- $_exa
+	_examining=$(($2 + $3 + $4 + $5))
+	case $_pol in
+	util) [ "$_scans" -gt 0 ] ;;
+	prop) [ "$_scans" -gt 0 ] && [ "$_below" -eq 0 ] ;;
+	full) [ "$_scans" -gt 0 ] && [ "$_at" -eq "$_scans" ] ;;
+	none) [ "$_scans" -gt 0 ] && [ "$_examining" -eq 0 ] && [ "$_below" -eq "$_scans" ] ;;
+	builtin) [ "$_scans" -eq 0 ] && [ "$(json_field wakeups "$_json")" -gt 0 ] ;;
+	*) return 1 ;;
+	esac
+}
+
+check "loads with --policy util" start_sched /tmp/sched.log --policy util
+seq0=$(cat /sys/kernel/sched_ext/enable_seq)
+
+hackbench -g 3 -l 10000000 >/dev/null 2>&1 &
+hb=$!
+sleep 2
+
+n=0
+for p in prop full none builtin util; do
+	out=$($SCHED set policy $p 2>&1)
+	rc=$?
+	n=$((n + 1))
+	check "set policy $p: $out" [ $rc -eq 0 ]
+	check "the answer names $p" echo "$out" | grep -q "^policy $p,"
+	sleep 2
+	s=$($SCHED stats --json)
+	check "stats report policy $p" [ "$(json_str policy "$s")" = "$p" ]
+	check "stats count $n switch(es)" [ "$(json_field switches "$s")" -eq $n ]
+	check "counters restarted at the switch" [ "$(json_field elapsed_s "$s" | cut -d. -f1)" -lt 30 ]
+	check "$p behaves as $p" behaves $p "$s"
+done
+
+check "enable_seq unchanged by the switches" [ "$(cat /sys/kernel/sched_ext/enable_seq)" = "$seq0" ]
+check "still enabled" [ "$(state)" = enabled ]
+check "every switch was logged" [ "$(grep -c 'switched:' /tmp/sched.log)" -eq 5 ]
+check "status reports util" $SCHED status
+
+log "refusals"
+expect_error 1 "only root" su -s /bin/sh nobody -c "$SCHED set policy prop"
+expect_error 1 "must differ" $SCHED set shadow util
+expect_error 2 "expected off" $SCHED set shadow builtin
+check "refusals changed nothing" [ "$(json_str policy "$($SCHED stats --json)")" = util ]
+
+log "the switch reaches the small-LLC option and the shadow"
+check "set small-llc 4" $SCHED set small-llc 4
+check "set shadow prop" $SCHED set shadow prop
+s=$($SCHED stats --json)
+check "stats report small_llc 4 and shadow prop" \
+	[ "$(json_field small_llc "$s")" = 4 ] && [ "$(json_str shadow "$s")" = prop ]
+check "set shadow off" $SCHED set shadow off
+
+kill $hb
+wait $hb 2>/dev/null
+
+log "SIGKILL leaves nothing behind"
+check "the socket exists while running" [ -S /var/run/scx/root/stats ]
+kill -KILL "$SCHED_PID"
+wait "$SCHED_PID" 2>/dev/null
+check "the kernel unloads it" wait_state disabled 10
+sleep 1
+check "the socket is gone" [ ! -e /var/run/scx/root/stats ]
+check "no watcher process is left" sh -c '! ps | grep -v grep | grep -q __watch-socket'
+expect_error 1 "no scx_sisutil instance is running" $SCHED set policy prop
+check "a new start works at once" start_sched /tmp/sched2.log --policy prop
+check "and starts with the policy asked for" [ "$(json_str policy "$($SCHED stats --json)")" = prop ]
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+check "the socket is gone after a normal exit" [ ! -e /var/run/scx/root/stats ]
+
+finish
