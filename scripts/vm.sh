@@ -8,7 +8,7 @@
 # The guest is a minimal initramfs: busybox, the scheduler, the benchmarks
 # (hackbench, tbench, stress-ng, perf's sched benches when present) and the
 # shared libraries they need. The project's tests/ folder is at /tests and
-# the scheduler at /usr/bin/scx_sisutil. The command's stdout and stderr
+# the scheduler at /usr/bin/scx_sisutil, scripts/guest/ at /guest. The command's stdout and stderr
 # arrive on this script's stdout (second serial port); the kernel console
 # goes to a log file (--console FILE, or printed on failure).
 set -euo pipefail
@@ -135,6 +135,8 @@ if [[ -f /usr/share/dbench/client.txt ]]; then
 fi
 copy_file "$KDIR/config" "/boot/config-$KVER"
 cp -r "$ROOT/tests/." "$RD/tests/" 2>/dev/null || true
+mkdir -p "$RD/guest"
+cp -r "$ROOT/scripts/guest/." "$RD/guest/" 2>/dev/null || true
 for spec in "${EXTRA[@]}"; do
 	src=${spec%%:*}
 	dst=${spec#*:}

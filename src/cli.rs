@@ -72,6 +72,11 @@ pub struct RunOpts {
     #[arg(long)]
     pub no_scan_stats: bool,
 
+    /// Turn on the kernel's BPF run-time statistics while running, and
+    /// report each op's time per call with the statistics
+    #[arg(long)]
+    pub bpf_stats: bool,
+
     /// Exit debug dump buffer length; 0 = the kernel's default
     #[arg(long, value_name = "BYTES", default_value_t = 0)]
     pub exit_dump_len: u32,
@@ -175,6 +180,7 @@ impl RunOpts {
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
             scan_stats: !self.no_scan_stats,
+            bpf_stats: self.bpf_stats,
             verbose: self.verbose,
             exit_dump_len: self.exit_dump_len,
         })

@@ -7,6 +7,7 @@ mod cleanup;
 mod cli;
 mod control;
 mod policy;
+mod runtime;
 mod sched;
 mod stats;
 mod topology;

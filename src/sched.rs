@@ -22,6 +22,7 @@ use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{Reply, Request, Status};
 use crate::policy::{self, Policy};
+use crate::runtime::{self, RunTime};
 use crate::stats::{self, Counters, LlcMetrics, Metrics};
 use crate::topology::{self, Layout};
 use crate::utilisation::{self, Tracker};
@@ -39,6 +40,7 @@ pub struct Settings {
     pub interval: Duration,
     pub slice: Duration,
     pub scan_stats: bool,
+    pub bpf_stats: bool,
     pub verbose: bool,
     pub exit_dump_len: u32,
 }
@@ -103,6 +105,9 @@ pub struct Scheduler<'a> {
     status: Status,
     /// Counters of every policy when counting last restarted.
     baseline: Vec<Counters>,
+    /// BPF run time of every op then.
+    baseline_rt: Vec<RunTime>,
+    _bpf_stats: Option<runtime::Enabled>,
     counting_since: Instant,
     interval: Duration,
     server: StatsServer<Request, Reply>,
@@ -110,6 +115,11 @@ pub struct Scheduler<'a> {
 
 impl<'a> Scheduler<'a> {
     pub fn init(s: &Settings, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+        let bpf_stats = if s.bpf_stats {
+            Some(runtime::enable()?)
+        } else {
+            None
+        };
         let topo = Topology::new().context("cannot read the CPU topology")?;
         let layout = Layout::new(&topo)?;
         info!("topology: {}", layout.describe());
@@ -149,6 +159,8 @@ impl<'a> Scheduler<'a> {
             tracker: Tracker::new(nr_ids),
             status,
             baseline: Vec::new(),
+            baseline_rt: Vec::new(),
+            _bpf_stats: bpf_stats,
             counting_since: Instant::now(),
             interval: s.interval,
             server,
@@ -264,6 +276,7 @@ impl<'a> Scheduler<'a> {
             .iter()
             .map(|&p| self.counters(p))
             .collect::<Result<_>>()?;
+        self.baseline_rt = runtime::sample(&self.skel);
         self.counting_since = Instant::now();
         Ok(())
     }
@@ -284,6 +297,12 @@ impl<'a> Scheduler<'a> {
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
             llcs: self.llc_metrics(),
+            ops: runtime::OPS
+                .iter()
+                .zip(runtime::sample(&self.skel))
+                .zip(&self.baseline_rt)
+                .map(|((op, now), base)| (op.to_string(), now.since(base)))
+                .collect(),
         };
         Ok(Metrics::new(&counters, ctx))
     }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
 use crate::control::{self, Reply, Request};
+use crate::runtime::RunTime;
 
 const SLOTS: usize = bpf_intf::SISU_HIST_SLOTS as usize;
 const WORDS: usize = std::mem::size_of::<bpf_intf::sisu_stats>() / 8;
@@ -129,6 +130,19 @@ pub struct LlcMetrics {
 
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+pub struct OpMetrics {
+    #[stat(desc = "sched_ext operation")]
+    pub op: String,
+    #[stat(desc = "Calls")]
+    pub calls: u64,
+    #[stat(desc = "Total run time (ns)")]
+    pub ns: u64,
+    #[stat(desc = "Mean run time per call (ns)")]
+    pub ns_per_call: f64,
+}
+
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
 #[stat(top)]
 pub struct Metrics {
     #[stat(desc = "Active policy")]
@@ -193,6 +207,8 @@ pub struct Metrics {
     pub shadow_limit: Vec<u64>,
     #[stat(desc = "Per-LLC state")]
     pub llcs: Vec<LlcMetrics>,
+    #[stat(desc = "BPF run time per op (empty unless BPF statistics are on)")]
+    pub ops: Vec<OpMetrics>,
 }
 
 /// What the scheduler knows besides the counters.
@@ -204,6 +220,8 @@ pub struct Context {
     pub elapsed_s: f64,
     pub topology: String,
     pub llcs: Vec<LlcMetrics>,
+    /// Each op's calls and run time over the same span as the counters.
+    pub ops: Vec<(String, RunTime)>,
 }
 
 impl Metrics {
@@ -243,6 +261,17 @@ impl Metrics {
             limit: fold_hist(&s.limit, top),
             shadow_limit: fold_hist(&s.shadow_limit, top),
             llcs: ctx.llcs,
+            ops: ctx
+                .ops
+                .into_iter()
+                .filter(|(_, rt)| rt.calls > 0)
+                .map(|(op, rt)| OpMetrics {
+                    op,
+                    calls: rt.calls,
+                    ns: rt.ns,
+                    ns_per_call: ratio(rt.ns, rt.calls),
+                })
+                .collect(),
         }
     }
 
@@ -296,6 +325,14 @@ impl Metrics {
             self.scan_ns,
             self.scan_ns_mean
         )?;
+        if !self.ops.is_empty() {
+            let ops: Vec<String> = self
+                .ops
+                .iter()
+                .map(|o| format!("{} {:.0}", o.op, o.ns_per_call))
+                .collect();
+            writeln!(w, "BPF ns per call: {}", ops.join(", "))?;
+        }
         writeln!(w, "{}", llc_table(&self.llcs))?;
         writeln!(w, "{}", self.found_table())?;
         if !self.shadow.is_empty() {
@@ -438,6 +475,7 @@ pub fn server_data() -> StatsServerData<Request, Reply> {
     });
     StatsServerData::new()
         .add_meta(LlcMetrics::meta())
+        .add_meta(OpMetrics::meta())
         .add_meta(Metrics::meta())
         .add_stats("top", top)
         .add_stats(control::TARGET, control::server_reader())
@@ -509,6 +547,10 @@ mod tests {
                     ..Default::default()
                 })
                 .collect(),
+            ops: vec![
+                ("select_cpu".into(), RunTime { calls: 4, ns: 1000 }),
+                ("tick".into(), RunTime::default()),
+            ],
         }
     }
 
@@ -583,6 +625,8 @@ mod tests {
         assert_eq!(m.examined, vec![0, 0, 50, 0, 0]);
         assert_eq!(m.limit, vec![0, 0, 0, 0, 50]);
         assert!((m.found_rate() - 77.27).abs() < 0.01);
+        assert_eq!(m.ops.len(), 1, "ops never called are left out");
+        assert_eq!(m.ops[0].ns_per_call, 250.0);
     }
 
     #[test]
@@ -611,6 +655,7 @@ mod tests {
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("policy util, shadow prop"));
         assert!(text.contains("CPU Searched"));
+        assert!(text.contains("BPF ns per call: select_cpu 250"));
     }
 
     #[test]

@@ -76,6 +76,18 @@ struct {
 	__type(value, struct task_ctx);
 } task_ctxs SEC(".maps");
 
+/* Each LLC's CPUs as a cpumask, built at init. */
+struct llc_mask {
+	struct bpf_cpumask __kptr *mask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SISU_MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct llc_mask);
+} llc_masks SEC(".maps");
+
 /* No limit on the number of CPUs a scan may examine. */
 #define SCAN_ALL	((u32)-1)
 
@@ -334,10 +346,19 @@ out:
 	sc->examined = examined;
 }
 
-/* Is any CPU of @llc that @p may use idle? (The "idle CPU in LLC" column.) */
+/*
+ * Is any CPU of @llc that @p may use idle? (The "idle CPU in LLC" column.)
+ * Two cpumask operations for a task that may use the whole LLC, a walk
+ * over the LLC otherwise.
+ */
 static bool llc_has_idle(const struct task_struct *p, u32 llc, const struct cpumask *idle)
 {
+	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &llc);
+	const struct cpumask *mask = m ? cast_mask(m->mask) : NULL;
 	u32 width = width_of(llc), i;
+
+	if (mask && bpf_cpumask_subset(mask, p->cpus_ptr))
+		return bpf_cpumask_intersects(mask, idle);
 
 	bpf_for(i, 0, width) {
 		s32 cpu = walk_cpu(llc, 0, i, width);
@@ -412,7 +433,7 @@ static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_co
 			   struct sisu_stats *st)
 {
 	u32 llc = llc_of(target), shadow = cfg.shadow;
-	bool prop_books, has_shadow, existed = false, shadow_found = false;
+	bool prop_books, has_shadow, timed, existed = false, shadow_found = false;
 	struct sisu_cpu_ctx *wc = cpu_ctx(bpf_get_smp_processor_id());
 	struct depth d, sd = {};
 	struct scan sc = { .found = -1 }, ssc;
@@ -435,20 +456,27 @@ static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_co
 		policy_depth(shadow, llc, idle_core, wc, &sd);
 
 	idle = scx_bpf_get_idle_cpumask();
-	if (st) {
-		existed = llc_has_idle(p, llc, idle);
-		if (has_shadow && sd.scan) {
-			scan_llc(p, target, sd.budget, idle_core, false, idle, &ssc);
-			shadow_found = ssc.found >= 0;
-		}
+	/* The shadow looks before the active scan claims anything. */
+	if (has_shadow && sd.scan) {
+		scan_llc(p, target, sd.budget, idle_core, false, idle, &ssc);
+		shadow_found = ssc.found >= 0;
 	}
+	timed = st || prop_books;
 	if (d.scan) {
-		t0 = bpf_ktime_get_ns();
+		if (timed)
+			t0 = bpf_ktime_get_ns();
 		scan_llc(p, target, d.budget, idle_core, true, idle, &sc);
-		t = bpf_ktime_get_ns() - t0;
+		if (timed)
+			t = bpf_ktime_get_ns() - t0;
 		if (prop_books)
 			sis_prop_charge(wc, t);
 	}
+	/*
+	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
+	 * the idle mask still says whether an idle CPU was there to find.
+	 */
+	if (st)
+		existed = sc.found >= 0 || shadow_found || llc_has_idle(p, llc, idle);
 	scx_bpf_put_idle_cpumask(idle);
 
 	if (st) {
@@ -813,10 +841,43 @@ s32 BPF_STRUCT_OPS(sisu_init_task, struct task_struct *p, struct scx_init_task_a
 	return 0;
 }
 
+/* Builds @llc's cpumask from the topology userspace filled in. */
+static s32 init_llc_mask(u32 llc)
+{
+	struct bpf_cpumask *mask, *old;
+	u32 width = width_of(llc), i;
+	struct llc_mask *m;
+
+	m = bpf_map_lookup_elem(&llc_masks, &llc);
+	if (!m)
+		return -ENOENT;
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -ENOMEM;
+	bpf_for(i, 0, width) {
+		s32 cpu = walk_cpu(llc, 0, i, width);
+
+		if (cpu >= 0)
+			bpf_cpumask_set_cpu(cpu, mask);
+	}
+	old = bpf_kptr_xchg(&m->mask, mask);
+	if (old)
+		bpf_cpumask_release(old);
+	return 0;
+}
+
 s32 BPF_STRUCT_OPS_SLEEPABLE(sisu_init)
 {
 	u32 n = scx_bpf_nr_cpu_ids(), i;
 	s32 ret;
+
+	bpf_for(i, 0, nr_llcs) {
+		ret = init_llc_mask(i);
+		if (ret) {
+			scx_bpf_error("cannot build the cpumask of LLC %u: %d", i, ret);
+			return ret;
+		}
+	}
 
 	/* One queue per CPU, its id the CPU's. */
 	bpf_for(i, 0, n) {

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# What the scheduler itself costs, measured in the VM with arms interleaved:
+# select_cpu's mean run time per call (the kernel's BPF run-time
+# statistics), the userspace process's CPU time in % of one CPU, and its
+# resident memory, per arm (policy, with and without scan statistics).
+#
+#   scripts/cost.sh [--shape 2x4] [--rounds 3] [--workload CMD] [NAME=ARGS ...]
+#
+# Default arms: util, util-nostats, prop, full, none, builtin. TCG timing is
+# not native timing: compare arms with each other, not with other machines.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+SHAPE=2x4
+ROUNDS=3
+WORKLOAD="hackbench -g 4 -l 400"
+ARMS=()
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--shape) SHAPE=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--workload) WORKLOAD=$2; shift 2 ;;
+	-h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*=*) ARMS+=("$1"); shift ;;
+	*) echo "cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "cost.sh: --rounds wants a positive number" >&2; exit 2; }
+if ((${#ARMS[@]} == 0)); then
+	ARMS=("util=--policy util" "util-nostats=--policy util --no-scan-stats"
+		"prop=--policy prop" "full=--policy full" "none=--policy none"
+		"builtin=--policy builtin")
+fi
+arms=""
+for a in "${ARMS[@]}"; do
+	arms+="${a%%=*} ${a#*=}"$'\n'
+done
+
+if [[ $(id -u) -eq 0 ]]; then
+	scripts/setup.sh >/dev/null
+fi
+cargo build --release --locked
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+scripts/vm.sh --shape "$SHAPE" --timeout 3600 -- \
+	"ARMS='$arms' ROUNDS=$ROUNDS WORKLOAD='$WORKLOAD' sh /guest/cost.sh" | tee "$out" | grep '^RESULT' || true
+
+echo
+echo "shape $SHAPE, $ROUNDS round(s) of: $WORKLOAD (arms interleaved; mean +- stddev)"
+awk '
+/^RESULT/ {
+	for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	a = v["arm"]
+	if (!(a in n)) order[++na] = a
+	n[a]++
+	s[a] += v["select_cpu_ns"]; ss[a] += v["select_cpu_ns"] ^ 2
+	c[a] += v["updater_cpu_pct"]; cc[a] += v["updater_cpu_pct"] ^ 2
+	r[a] += v["rss_kb"]
+}
+function sd(sum, sq, k) { return k > 1 ? sqrt((sq - sum * sum / k) / (k - 1)) : 0 }
+END {
+	printf "%-16s %22s %26s %12s\n", "arm", "select_cpu ns/call", "userspace CPU % of one", "RSS KiB"
+	for (i = 1; i <= na; i++) {
+		a = order[i]
+		printf "%-16s %14.0f +- %5.0f %18.3f +- %5.3f %12.0f\n", a, s[a] / n[a], sd(s[a], ss[a], n[a]),
+			c[a] / n[a], sd(c[a], cc[a], n[a]), r[a] / n[a]
+	}
+}' "$out"

@@ -1,0 +1,48 @@
+# Guest side of scripts/cost.sh: runs every arm ROUNDS times, arms
+# interleaved within each round, and prints one RESULT line per run.
+#   ARMS: lines "name args..."; ROUNDS; WORKLOAD: the command to measure.
+STATE=/sys/kernel/sched_ext/state
+
+wait_state() {
+	n=0
+	while [ "$(cat $STATE)" != "$1" ]; do
+		n=$((n + 1))
+		[ $n -gt 600 ] && return 1
+		sleep 0.2
+	done
+}
+
+# field NAME JSON-OBJECT-TEXT
+field() { echo "$2" | grep -o "\"$1\":[0-9.]*" | head -n1 | cut -d: -f2; }
+
+# cpu_ns PID: CPU time of all the process's threads, in ns
+cpu_ns() {
+	cat /proc/$1/task/*/schedstat | awk '{ s += $1 } END { printf "%.0f", s }'
+}
+
+r=1
+while [ $r -le "$ROUNDS" ]; do
+	echo "$ARMS" | while read -r name args; do
+		[ -n "$name" ] || continue
+		scx_sisutil $args --bpf-stats >/tmp/sched.log 2>&1 &
+		pid=$!
+		wait_state enabled || { cat /tmp/sched.log; exit 1; }
+		sleep 1
+		scx_sisutil reset-stats >/dev/null
+		c0=$(cpu_ns $pid)
+		t0=$(cut -d' ' -f1 /proc/uptime)
+		sh -c "$WORKLOAD" >/tmp/work.log 2>&1
+		t1=$(cut -d' ' -f1 /proc/uptime)
+		c1=$(cpu_ns $pid)
+		s=$(scx_sisutil stats --json)
+		rss=$(grep VmRSS /proc/$pid/status | tr -s ' ' | cut -d' ' -f2)
+		sel=$(echo "$s" | grep -o '"op":"select_cpu"[^}]*')
+		elapsed=$(echo "$t1 $t0" | awk '{ print $1 - $2 }')
+		cpu_pct=$(echo "$c1 $c0 $elapsed" | awk '{ printf "%.4f", 100 * ($1 - $2) / 1e9 / $3 }')
+		echo "RESULT arm=$name round=$r select_cpu_ns=$(field ns_per_call "$sel") calls=$(field calls "$sel") scan_ns_mean=$(field scan_ns_mean "$s") updater_cpu_pct=$cpu_pct rss_kb=$rss wall_s=$elapsed"
+		kill -INT $pid
+		wait $pid
+		wait_state disabled
+	done
+	r=$((r + 1))
+done

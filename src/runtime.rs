@@ -1,0 +1,110 @@
+//! What the BPF side costs: the kernel's run-time statistics of each of the
+//! scheduler's programs (calls and nanoseconds spent), which it keeps while
+//! BPF statistics are enabled (`--bpf-stats`, or the sysctl
+//! kernel.bpf_stats_enabled).
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::bpf_skel::BpfSkel;
+
+/// Calls and time of one program.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTime {
+    pub calls: u64,
+    pub ns: u64,
+}
+
+impl RunTime {
+    pub fn since(&self, base: &RunTime) -> RunTime {
+        RunTime {
+            calls: self.calls.saturating_sub(base.calls),
+            ns: self.ns.saturating_sub(base.ns),
+        }
+    }
+}
+
+/// The ops worth watching, in the order a task meets them.
+pub const OPS: [&str; 7] = [
+    "select_cpu",
+    "enqueue",
+    "dispatch",
+    "running",
+    "tick",
+    "stopping",
+    "update_idle",
+];
+
+fn prog_fd<'a>(skel: &'a BpfSkel, op: &str) -> Option<BorrowedFd<'a>> {
+    let p = &skel.progs;
+    Some(match op {
+        "select_cpu" => p.sisu_select_cpu.as_fd(),
+        "enqueue" => p.sisu_enqueue.as_fd(),
+        "dispatch" => p.sisu_dispatch.as_fd(),
+        "running" => p.sisu_running.as_fd(),
+        "tick" => p.sisu_tick.as_fd(),
+        "stopping" => p.sisu_stopping.as_fd(),
+        "update_idle" => p.sisu_update_idle.as_fd(),
+        _ => return None,
+    })
+}
+
+fn read(fd: BorrowedFd) -> Option<RunTime> {
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: info is a bpf_prog_info of the size given in len; the kernel
+    // fills in at most that much.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+    };
+    (ret == 0).then_some(RunTime {
+        calls: info.run_cnt,
+        ns: info.run_time_ns,
+    })
+}
+
+/// Cumulative run time of every op in OPS.
+pub fn sample(skel: &BpfSkel) -> Vec<RunTime> {
+    OPS.iter()
+        .map(|op| prog_fd(skel, op).and_then(read).unwrap_or_default())
+        .collect()
+}
+
+/// Keeps the kernel's BPF run-time statistics on while held; the kernel
+/// turns them off by itself when the scheduler's process ends, however it
+/// ends, so they cannot be left on by accident.
+pub struct Enabled(#[allow(dead_code)] OwnedFd);
+
+pub fn enable() -> Result<Enabled> {
+    // SAFETY: bpf_enable_stats() takes an enum value and returns an fd
+    // or a negative error.
+    let fd = unsafe {
+        libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
+    };
+    if fd < 0 {
+        bail!(
+            "cannot enable BPF run-time statistics: {}",
+            std::io::Error::from_raw_os_error(-fd)
+        );
+    }
+    // SAFETY: fd was just returned by the kernel and is owned by no one else.
+    Ok(Enabled(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn difference_never_goes_negative() {
+        let a = RunTime {
+            calls: 10,
+            ns: 1000,
+        };
+        let b = RunTime { calls: 4, ns: 400 };
+        assert_eq!(a.since(&b), RunTime { calls: 6, ns: 600 });
+        assert_eq!(b.since(&a), RunTime::default());
+    }
+}

@@ -1,0 +1,70 @@
+# The seed's tables from the live scheduler (1 LLC of 8 CPUs): at low load
+# scans find the idle CPUs that exist after a CPU or two; under hackbench
+# with many groups SIS_UTIL's depth is mostly 0; with --shadow prop the
+# matrix counts add up to the scans that had an idle CPU; --monitor from a
+# second process prints the same tables.
+# shape: 1x8
+. /tests/vm/lib.sh
+
+check "loads with --shadow prop" start_sched /tmp/sched.log --policy util --shadow prop
+sleep 1
+
+log "low load: one busy loop, and a shell starting short commands"
+# A new task wakes up on its parent's CPU, which is busy running the
+# parent: every fork and exec takes the LLC scan.
+sh -c 'while :; do :; done' &
+spin=$!
+sleep 1
+$SCHED reset-stats >/dev/null
+i=0
+while [ $i -lt 400 ]; do
+	/bin/true
+	i=$((i + 1))
+done
+s=$($SCHED stats --json)
+kill $spin
+scans=$(json_field scans "$s")
+found=$(json_field idle_found "$s")
+missed=$(json_field idle_missed "$s")
+set -- $(json_array examined "$s")
+small=$(($1 + $2 + $3))
+log "scans $scans, idle found $found, missed $missed, examined 0-2: $small, limits: $(json_array limit "$s")"
+check "scans ran" [ "$scans" -gt 200 ]
+check "found-rate near 100% (>= 95%)" [ $((found * 100)) -ge $(((found + missed) * 95)) ]
+check "most scans examined at most 2 CPUs" [ $((small * 10)) -ge $((scans * 8)) ]
+check "the depth limit stayed high (no limit 0)" [ "$(json_array limit "$s" | cut -d' ' -f1)" -eq 0 ]
+
+log "heavy load: hackbench with 16 groups"
+$SCHED reset-stats >/dev/null
+hackbench -g 16 -l 150 >/tmp/hb.log 2>&1
+check "heavy hackbench completed" grep -q '^Time:' /tmp/hb.log
+s=$($SCHED stats --json)
+scans=$(json_field scans "$s")
+zero=$(json_array limit "$s" | cut -d' ' -f1)
+log "scans $scans, depth-0 scans $zero, limits: $(json_array limit "$s")"
+check "most scans have depth 0 under util" [ $((zero * 2)) -gt "$scans" ]
+
+log "shadow matrix"
+idle=$(($(json_field idle_found "$s") + $(json_field idle_missed "$s")))
+matrix=$(($(json_field shadow_both "$s") + $(json_field shadow_active_only "$s") +
+	$(json_field shadow_shadow_only "$s") + $(json_field shadow_neither "$s")))
+log "scans with an idle CPU: $idle; matrix total: $matrix"
+check "the four counts add up to the scans that had an idle CPU" [ "$matrix" -eq "$idle" ]
+check "the shadow limits were counted" [ "$(sum $(json_array shadow_limit "$s"))" -eq "$scans" ]
+check "prop never judged a depth below 4" [ "$(json_array shadow_limit "$s" | cut -d' ' -f1-4)" = "0 0 0 0" ]
+
+log "a second process monitors"
+timeout 5 $SCHED --monitor 1 >/tmp/mon.txt 2>&1
+cat /tmp/mon.txt | head -n 40
+check "monitor printed the found matrix" grep -q "util able to find CPU" /tmp/mon.txt
+check "monitor printed the shadow matrix" grep -q "prop able to find CPU" /tmp/mon.txt
+check "monitor printed the histogram" grep -q "CPU Searched" /tmp/mon.txt
+check "monitor printed the per-LLC depth" grep -q "nr_idle_scan" /tmp/mon.txt
+check "monitor printed more than one round" [ "$(grep -c 'CPU Searched' /tmp/mon.txt)" -ge 2 ]
+timeout 3 $SCHED --monitor 1 --json >/tmp/mon.json 2>/dev/null
+check "monitor --json prints one object per round" [ "$(grep -c '^{"policy":"util"' /tmp/mon.json)" -ge 1 ]
+
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+expect_error 1 "no scx_sisutil instance" $SCHED --monitor 1
+finish
