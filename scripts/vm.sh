@@ -20,6 +20,7 @@ TIMEOUT=900
 ACCEL=auto
 BIN=$ROOT/target/release/scx_sisutil
 CONSOLE=
+OUTDIR=
 EXTRA=()
 APPEND_EXTRA=
 
@@ -35,6 +36,7 @@ usage: scripts/vm.sh [options] [--] COMMAND...
   --bin PATH     scheduler binary (default target/release/scx_sisutil)
   --add SRC[:DST] put a file or folder into the guest (DST defaults to SRC)
   --console FILE keep the kernel console log there
+  --out DIR      copy what the command leaves in the guest's /results to DIR
   --append ARGS  extra kernel command line
 EOF
 }
@@ -53,6 +55,7 @@ while [[ $# -gt 0 ]]; do
 	--bin) BIN=$2; shift 2 ;;
 	--add) EXTRA+=("$2"); shift 2 ;;
 	--console) CONSOLE=$2; shift 2 ;;
+	--out) OUTDIR=$2; shift 2 ;;
 	--append) APPEND_EXTRA=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
@@ -85,7 +88,7 @@ trap cleanup EXIT
 
 # --- initramfs -------------------------------------------------------------
 RD=$WORK/root
-mkdir -p "$RD"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,boot,tests,root}
+mkdir -p "$RD"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,run,etc,boot,tests,root,results}
 mkdir -p "$RD/var"
 ln -s /run "$RD/var/run"
 
@@ -185,6 +188,10 @@ stty -F $OUT raw -echo 2>/dev/null || true
 cd /root
 sh /cmd.sh >$OUT 2>&1 </dev/null
 rc=$?
+# Results travel out base64-encoded on the third serial port.
+if [ -n "$(ls -A /results)" ]; then
+	tar -C /results -cz . | base64 >/dev/ttyS2
+fi
 echo "@@SISU-EXIT $rc" >$OUT
 sync
 poweroff -f
@@ -247,11 +254,18 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
 	-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
+	-serial "file:$WORK/results.b64" \
 	</dev/null 2>"$WORK/qemu.err" | tr -d '\r' | tee "$out" | grep -v '^@@SISU-EXIT '
 qemu_rc=${PIPESTATUS[0]}
 set -e
 
 rc=$(sed -n 's/^@@SISU-EXIT \([0-9]*\)$/\1/p' "$out" | tail -n1)
+if [[ -n $OUTDIR && -s $WORK/results.b64 ]]; then
+	mkdir -p "$OUTDIR"
+	if ! tr -d '\r' <"$WORK/results.b64" | base64 -d | tar -xz -C "$OUTDIR"; then
+		echo "vm.sh: could not unpack the guest's /results" >&2
+	fi
+fi
 if [[ -z $rc ]]; then
 	if ((qemu_rc == 124 || qemu_rc == 137)); then
 		echo "vm.sh: guest did not finish within ${TIMEOUT}s" >&2

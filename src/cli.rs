@@ -103,6 +103,26 @@ pub enum Cmd {
     ResetStats,
     /// Print the running instance's settings
     Status,
+    /// Compare policies with real benchmarks (A/B), arms interleaved;
+    /// prints, saves and plots the comparison (run as root)
+    Bench(Box<crate::bench::BenchOpts>),
+    /// Compare two results files of `bench`
+    Compare {
+        a: std::path::PathBuf,
+        b: std::path::PathBuf,
+        /// Significance level of the t-test
+        #[arg(long, default_value_t = 0.05)]
+        alpha: f64,
+    },
+    /// Print the report and write the plots of a results file again
+    Plot {
+        results: std::path::PathBuf,
+        /// Folder for the plots (default: plots/ beside the file)
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
+    /// The wakeup-latency workload: message threads waking worker threads
+    Wakebench(crate::wakebench::Config),
     /// Internal: removes the socket once the scheduler that started it ends
     #[command(name = "__watch-socket", hide = true)]
     WatchSocket,

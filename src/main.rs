@@ -1,6 +1,7 @@
 //! scx_sisutil: wires the command line to the scheduler, the run-time
 //! switch and the statistics monitor.
 
+mod bench;
 mod bpf_intf;
 mod bpf_skel;
 mod cleanup;
@@ -12,6 +13,7 @@ mod sched;
 mod stats;
 mod topology;
 mod utilisation;
+mod wakebench;
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -116,6 +118,15 @@ fn run(opts: Opts) -> Result<()> {
             Ok(())
         }
         Some(Cmd::WatchSocket) => cleanup::run_watcher(),
+        Some(Cmd::Bench(b)) => bench::run(&b, shutdown_flag()?),
+        Some(Cmd::Compare { a, b, alpha }) => {
+            if !(alpha > 0.0 && alpha < 1.0) {
+                return Err(anyhow!("--alpha must be between 0 and 1"));
+            }
+            bench::compare(&a, &b, alpha)
+        }
+        Some(Cmd::Plot { results, out }) => bench::replot(&results, out.as_deref()),
+        Some(Cmd::Wakebench(cfg)) => wakebench::main(&cfg),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);
             Ok(())

@@ -481,12 +481,17 @@ pub fn server_data() -> StatsServerData<Request, Reply> {
         .add_stats(control::TARGET, control::server_reader())
 }
 
-/// Prints the metrics of the running instance once.
-pub fn print_once(json: bool) -> Result<()> {
+/// The metrics of the running instance.
+pub fn fetch() -> Result<Metrics> {
     let mut client = StatsClient::new().connect(Some(5000)).map_err(|_| {
         anyhow::anyhow!("no scx_sisutil instance is running (its stats socket does not answer)")
     })?;
-    let m: Metrics = client.request("stats", vec![])?;
+    client.request("stats", vec![])
+}
+
+/// Prints the metrics of the running instance once.
+pub fn print_once(json: bool) -> Result<()> {
+    let m = fetch()?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&m)?)?;

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The main job: an A/B comparison of idle-CPU search policies with real
+# benchmarks, in a VM running a sched_ext kernel. Prints the seed-style
+# tables and keeps the results file, the report and the plots on the host.
+#
+#   scripts/ab.sh [--shape 2x4] [--out DIR] [-- BENCH-OPTIONS...]
+#
+# BENCH-OPTIONS go to `scx_sisutil bench` (arms, benchmarks, sizes; see
+# `scx_sisutil bench --help`), e.g.
+#   scripts/ab.sh --shape 1x8 -- --arms eevdf,eevdf-nosisutil,util,full --bench hackbench
+# Results land in results/<date>-<shape>/ unless --out says otherwise. On a
+# machine with sched_ext, run `sudo scx_sisutil bench ...` directly instead.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+SHAPE=2x4
+OUT=
+TIMEOUT=21600
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--shape) SHAPE=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	--timeout) TIMEOUT=$2; shift 2 ;;
+	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--) shift; break ;;
+	*) echo "ab.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+OUT=${OUT:-results/$(date -u +%Y%m%d-%H%M%S)-$SHAPE}
+
+if [[ $(id -u) -eq 0 ]]; then
+	scripts/setup.sh >/dev/null
+fi
+cargo build --release --locked
+
+args=""
+for a in "$@"; do
+	args+=" '${a//\'/\'\\\'\'}'"
+done
+set +e
+scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" -- \
+	"scx_sisutil bench --out /results$args"
+rc=$?
+set -e
+if [[ -f $OUT/results.json ]]; then
+	echo "ab.sh: results, report and plots in $OUT"
+fi
+exit $rc

@@ -1,0 +1,460 @@
+//! The arms of an A/B run and the machine state each needs: no sched_ext
+//! scheduler (the kernel's EEVDF, with or without its own SIS_UTIL), this
+//! scheduler with one of its policies (switched at run time, never
+//! reloaded between them), or another sched_ext scheduler the user names.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use log::{info, warn};
+use serde::{Deserialize, Serialize};
+
+use crate::control::{self, Change};
+use crate::policy::Policy;
+use crate::stats::Metrics;
+
+const STATE: &str = "/sys/kernel/sched_ext/state";
+const OPS: &str = "/sys/kernel/sched_ext/root/ops";
+pub const FEATURES: &str = "/sys/kernel/debug/sched/features";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ArmKind {
+    /// The kernel's fair class (EEVDF, with its SIS_UTIL).
+    Eevdf,
+    /// The same with the kernel's SIS_UTIL feature off.
+    EevdfNoSisUtil,
+    /// This scheduler with a policy.
+    Scx { policy: Policy, small_llc: u32 },
+    /// Another sched_ext scheduler, started with a shell command.
+    External { command: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arm {
+    pub name: String,
+    #[serde(flatten)]
+    pub kind: ArmKind,
+}
+
+impl Arm {
+    /// A built-in arm: eevdf, eevdf-nosisutil, a policy name, or
+    /// util-small[=N] (the seed's small-LLC rule, N defaults to 16).
+    pub fn parse(s: &str) -> Result<Arm> {
+        let kind = match s {
+            "eevdf" => ArmKind::Eevdf,
+            "eevdf-nosisutil" => ArmKind::EevdfNoSisUtil,
+            _ => {
+                let (name, n) = s.split_once('=').unwrap_or((s, ""));
+                if name == "util-small" {
+                    let small = if n.is_empty() {
+                        16
+                    } else {
+                        n.parse()
+                            .ok()
+                            .filter(|&n| (1..=1024).contains(&n))
+                            .ok_or_else(|| anyhow!("arm {s}: the width must be 1..=1024"))?
+                    };
+                    ArmKind::Scx {
+                        policy: Policy::Util,
+                        small_llc: small,
+                    }
+                } else if !n.is_empty() {
+                    bail!("arm {s}: only util-small takes a value");
+                } else {
+                    let policy = Policy::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+                        anyhow!(
+                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, util, prop, full, none, builtin, util-small[=N])"
+                        )
+                    })?;
+                    ArmKind::Scx {
+                        policy,
+                        small_llc: 0,
+                    }
+                }
+            }
+        };
+        Ok(Arm {
+            name: s.to_string(),
+            kind,
+        })
+    }
+
+    /// Another scheduler: NAME=COMMAND.
+    pub fn parse_external(s: &str) -> Result<Arm> {
+        let (name, command) = s
+            .split_once('=')
+            .filter(|(n, c)| !n.is_empty() && !c.trim().is_empty())
+            .ok_or_else(|| anyhow!("--arm wants NAME=COMMAND, got {s:?}"))?;
+        if Arm::parse(name).is_ok() {
+            bail!("--arm {name}: the name is taken by a built-in arm");
+        }
+        Ok(Arm {
+            name: name.to_string(),
+            kind: ArmKind::External {
+                command: command.to_string(),
+            },
+        })
+    }
+
+    pub fn is_scx(&self) -> bool {
+        matches!(self.kind, ArmKind::Scx { .. })
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !done()? {
+        if Instant::now() >= deadline {
+            bail!("timed out after {}s waiting for {what}", timeout.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+/// Stops a child: SIGINT, then SIGKILL if it does not go. Returns whether
+/// it exited successfully.
+fn stop_child(child: &mut Child, grace: Duration) -> bool {
+    // SAFETY: kill() with a pid we started has no memory effects.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
+    }
+}
+
+/// The machine's state for the arms, and putting it back.
+pub struct Lab {
+    exe: PathBuf,
+    sched_args: Vec<String>,
+    log: PathBuf,
+    settle: Duration,
+    sched: Option<Child>,
+    external: Option<(String, Child)>,
+    /// The kernel's SIS_UTIL feature as found, to restore.
+    sis_util_orig: Option<bool>,
+    current: Option<String>,
+}
+
+impl Lab {
+    pub fn new(exe: PathBuf, sched_args: Vec<String>, log: PathBuf, settle: Duration) -> Self {
+        Self {
+            exe,
+            sched_args,
+            log,
+            settle,
+            sched: None,
+            external: None,
+            sis_util_orig: None,
+            current: None,
+        }
+    }
+
+    /// Whether the kernel's SIS_UTIL feature is on.
+    pub fn sis_util() -> Result<bool> {
+        let text = std::fs::read_to_string(FEATURES)
+            .with_context(|| format!("cannot read {FEATURES} (is debugfs mounted?)"))?;
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.contains(&"SIS_UTIL") {
+            Ok(true)
+        } else if words.contains(&"NO_SIS_UTIL") {
+            Ok(false)
+        } else {
+            bail!("this kernel has no SIS_UTIL scheduler feature")
+        }
+    }
+
+    fn set_sis_util(&mut self, on: bool) -> Result<()> {
+        let cur = Self::sis_util()?;
+        self.sis_util_orig.get_or_insert(cur);
+        if cur != on {
+            std::fs::write(FEATURES, if on { "SIS_UTIL" } else { "NO_SIS_UTIL" })
+                .with_context(|| format!("cannot write {FEATURES}"))?;
+        }
+        Ok(())
+    }
+
+    /// Puts the machine into `arm`'s state; true if anything changed.
+    pub fn enter(&mut self, arm: &Arm) -> Result<bool> {
+        if self.current.as_deref() == Some(arm.name.as_str()) && self.healthy(arm).is_ok() {
+            return Ok(false);
+        }
+        match &arm.kind {
+            ArmKind::Eevdf => {
+                self.stop_external()?;
+                self.stop_sched()?;
+                self.restore_sis_util()?;
+            }
+            ArmKind::EevdfNoSisUtil => {
+                self.stop_external()?;
+                self.stop_sched()?;
+                self.set_sis_util(false)?;
+            }
+            ArmKind::Scx { policy, small_llc } => {
+                self.stop_external()?;
+                self.restore_sis_util()?;
+                self.start_sched()?;
+                control::send(&Change {
+                    policy: Some(*policy),
+                    small_llc: Some(*small_llc),
+                    ..Default::default()
+                })
+                .with_context(|| format!("cannot switch to {}", arm.name))?;
+            }
+            ArmKind::External { command } => {
+                self.stop_sched()?;
+                self.restore_sis_util()?;
+                self.stop_external()?;
+                self.start_external(&arm.name, command)?;
+            }
+        }
+        self.current = Some(arm.name.clone());
+        Ok(true)
+    }
+
+    /// Whether the arm's state still holds (a scheduler may have been
+    /// unloaded by the kernel during a run).
+    pub fn healthy(&mut self, arm: &Arm) -> Result<()> {
+        match &arm.kind {
+            ArmKind::Scx { .. } => {
+                let alive = self
+                    .sched
+                    .as_mut()
+                    .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+                if !alive || read_trimmed(STATE) != "enabled" {
+                    bail!(
+                        "scx_sisutil is no longer running (its log: {})",
+                        log_tail(&self.log)
+                    );
+                }
+            }
+            ArmKind::External { .. } => {
+                if read_trimmed(STATE) != "enabled" {
+                    bail!("{} is no longer loaded", arm.name);
+                }
+            }
+            ArmKind::Eevdf | ArmKind::EevdfNoSisUtil => {
+                if read_trimmed(STATE) != "disabled" {
+                    bail!("a sched_ext scheduler got loaded during the eevdf arm");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start_sched(&mut self) -> Result<()> {
+        if self.sched.is_some() {
+            return Ok(());
+        }
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("cannot open {}", self.log.display()))?;
+        let child = Command::new(&self.exe)
+            .args(["--policy", "util", "--bpf-stats"])
+            .args(&self.sched_args)
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .context("cannot start scx_sisutil")?;
+        self.sched = Some(child);
+        let log = self.log.clone();
+        let started = wait_until("scx_sisutil to load", Duration::from_secs(180), || {
+            if let Some(Ok(Some(st))) = self.sched.as_mut().map(|c| c.try_wait()) {
+                bail!(
+                    "scx_sisutil exited ({st}) while loading: {}",
+                    log_tail(&log)
+                );
+            }
+            Ok(read_trimmed(STATE) == "enabled"
+                && read_trimmed(OPS).starts_with(crate::sched::OPS_NAME))
+        });
+        if let Err(e) = started {
+            self.stop_sched()?;
+            return Err(e);
+        }
+        info!("scx_sisutil loaded; settling {:?}", self.settle);
+        std::thread::sleep(self.settle);
+        Ok(())
+    }
+
+    fn stop_sched(&mut self) -> Result<()> {
+        if let Some(mut child) = self.sched.take() {
+            if !stop_child(&mut child, Duration::from_secs(30)) {
+                warn!("scx_sisutil did not exit cleanly: {}", log_tail(&self.log));
+            }
+            wait_until("sched_ext to be disabled", Duration::from_secs(30), || {
+                Ok(read_trimmed(STATE) == "disabled")
+            })?;
+        }
+        Ok(())
+    }
+
+    fn start_external(&mut self, name: &str, command: &str) -> Result<()> {
+        let log = File::options().create(true).append(true).open(&self.log)?;
+        let child = Command::new("sh")
+            .args(["-c", command])
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot start arm {name}"))?;
+        self.external = Some((name.to_string(), child));
+        let started = wait_until(&format!("{name} to load"), Duration::from_secs(180), || {
+            if let Some((_, c)) = self.external.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    bail!("{name} exited ({st}) while loading");
+                }
+            }
+            Ok(read_trimmed(STATE) == "enabled")
+        });
+        if let Err(e) = started {
+            self.stop_external()?;
+            return Err(e);
+        }
+        std::thread::sleep(self.settle);
+        Ok(())
+    }
+
+    fn stop_external(&mut self) -> Result<()> {
+        if let Some((name, mut child)) = self.external.take() {
+            if !stop_child(&mut child, Duration::from_secs(30)) {
+                warn!("{name} did not exit cleanly");
+            }
+            wait_until("sched_ext to be disabled", Duration::from_secs(30), || {
+                Ok(read_trimmed(STATE) == "disabled")
+            })?;
+        }
+        Ok(())
+    }
+
+    fn restore_sis_util(&mut self) -> Result<()> {
+        if let Some(orig) = self.sis_util_orig {
+            self.set_sis_util(orig)?;
+        }
+        Ok(())
+    }
+
+    /// Restarts the running scheduler's counters.
+    pub fn reset_stats(&self) -> Result<()> {
+        control::send(&Change {
+            reset: true,
+            ..Default::default()
+        })
+        .map(|_| ())
+    }
+
+    pub fn fetch_stats(&self) -> Result<Metrics> {
+        crate::stats::fetch()
+    }
+
+    /// Unloads whatever runs and restores the kernel's SIS_UTIL feature.
+    pub fn shutdown(&mut self) -> Result<()> {
+        let a = self.stop_external();
+        let b = self.stop_sched();
+        let c = self.restore_sis_util();
+        self.current = None;
+        a.and(b).and(c)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            warn!("could not restore the machine's state: {e:#}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_builtin_arms() {
+        assert_eq!(Arm::parse("eevdf").unwrap().kind, ArmKind::Eevdf);
+        assert_eq!(
+            Arm::parse("eevdf-nosisutil").unwrap().kind,
+            ArmKind::EevdfNoSisUtil
+        );
+        assert_eq!(
+            Arm::parse("prop").unwrap().kind,
+            ArmKind::Scx {
+                policy: Policy::Prop,
+                small_llc: 0
+            }
+        );
+        assert_eq!(
+            Arm::parse("util-small").unwrap().kind,
+            ArmKind::Scx {
+                policy: Policy::Util,
+                small_llc: 16
+            }
+        );
+        assert_eq!(
+            Arm::parse("util-small=8").unwrap().kind,
+            ArmKind::Scx {
+                policy: Policy::Util,
+                small_llc: 8
+            }
+        );
+        assert!(Arm::parse("util-small=0").is_err());
+        assert!(Arm::parse("prop=3").is_err());
+        assert!(Arm::parse("fast").is_err());
+        assert!(Arm::parse("builtin").unwrap().is_scx());
+        assert!(!Arm::parse("eevdf").unwrap().is_scx());
+    }
+
+    #[test]
+    fn parses_external_arms() {
+        let a = Arm::parse_external("bpfland=scx_bpfland -s 5000").unwrap();
+        assert_eq!(a.name, "bpfland");
+        assert_eq!(
+            a.kind,
+            ArmKind::External {
+                command: "scx_bpfland -s 5000".into()
+            }
+        );
+        assert!(Arm::parse_external("bpfland").is_err());
+        assert!(Arm::parse_external("=cmd").is_err());
+        assert!(Arm::parse_external("x=  ").is_err());
+        assert!(Arm::parse_external("util=scx_other").is_err());
+    }
+
+    #[test]
+    fn arms_serialise_with_their_kind() {
+        let a = Arm::parse("util-small=8").unwrap();
+        let j = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            j,
+            r#"{"name":"util-small=8","kind":"scx","policy":"util","small_llc":8}"#
+        );
+        assert_eq!(serde_json::from_str::<Arm>(&j).unwrap(), a);
+    }
+}

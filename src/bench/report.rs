@@ -1,0 +1,602 @@
+//! The results of an A/B run (the file that keeps every raw sample and the
+//! environment), the seed-style text tables made from them, and the
+//! comparison of two result files.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::arms::Arm;
+use super::stat::{self, Better};
+use super::workload::{Matrix, Metric, Point};
+use crate::stats::Metrics;
+
+pub const FORMAT: &str = "scx_sisutil-ab/1";
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Env {
+    pub kernel: String,
+    pub hostname: String,
+    pub topology: String,
+    pub cpus: u64,
+    pub scheduler_version: String,
+    pub scheduler_args: Vec<String>,
+    pub command_line: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Method {
+    pub iterations: u32,
+    pub warmup: bool,
+    pub settle_s: f64,
+    pub alpha: f64,
+    pub baseline: String,
+    pub matrix: Matrix,
+}
+
+impl Method {
+    pub fn describe(&self) -> String {
+        format!(
+            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point{}; \
+             pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
+             * = significant by Welch's t-test at p < {}",
+            self.iterations,
+            if self.warmup {
+                ", a warm-up run discarded after every switch"
+            } else {
+                ""
+            },
+            self.baseline,
+            self.alpha
+        )
+    }
+}
+
+/// One measured run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub iteration: u32,
+    pub values: BTreeMap<String, f64>,
+    pub wall_s: f64,
+    /// The scheduler's counters over the run (scx arms only).
+    pub stats: Option<Metrics>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointResult {
+    pub point: Point,
+    /// Samples per arm name.
+    pub samples: BTreeMap<String, Vec<Sample>>,
+}
+
+impl PointResult {
+    pub fn values(&self, arm: &str, metric: &str) -> Vec<f64> {
+        self.samples
+            .get(arm)
+            .map(|ss| {
+                ss.iter()
+                    .filter_map(|s| s.values.get(metric).copied())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    pub format: String,
+    pub created: String,
+    pub env: Env,
+    pub method: Method,
+    pub arms: Vec<Arm>,
+    pub points: Vec<PointResult>,
+    /// Set when the run stopped early, and why.
+    #[serde(default)]
+    pub incomplete: Option<String>,
+}
+
+impl Results {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let r: Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a scx_sisutil results file", path.display()))?;
+        if r.format != FORMAT {
+            bail!(
+                "{}: format {:?}, expected {FORMAT:?}",
+                path.display(),
+                r.format
+            );
+        }
+        Ok(r)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.part");
+        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Sections in the order their points ran.
+    pub fn sections(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.points {
+            if !out.contains(&p.point.section) {
+                out.push(p.point.section.clone());
+            }
+        }
+        out
+    }
+
+    pub fn section_points(&self, section: &str) -> Vec<&PointResult> {
+        self.points
+            .iter()
+            .filter(|p| p.point.section == section)
+            .collect()
+    }
+}
+
+/// "4.64 +-0.02 (0.00 pct)" and a "*" when significant.
+fn cell(vals: &[f64], base: &[f64], better: Better, alpha: f64, is_base: bool) -> String {
+    if vals.is_empty() {
+        return "-".into();
+    }
+    let m = stat::mean(vals);
+    let pct = if is_base {
+        0.0
+    } else {
+        stat::change_pct(stat::mean(base), m, better)
+    };
+    let star = if !is_base && stat::significant(vals, base, alpha) {
+        " *"
+    } else {
+        ""
+    };
+    format!(
+        "{} +-{} ({pct:.2} pct){star}",
+        num(m),
+        num(stat::stddev(vals))
+    )
+}
+
+fn num(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.len())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                if c == 0 {
+                    format!("{s:>w$}", w = widths[c])
+                } else {
+                    format!("{s:<w$}", w = widths[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("   ").trim_end());
+    }
+    out
+}
+
+fn banner(title: &str) -> String {
+    let rule = "~".repeat(title.len());
+    format!("{rule}\n{title}\n{rule}\n")
+}
+
+/// One section's table for one metric, in the seed's layout.
+pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {
+    let base = &r.method.baseline;
+    let pts = r.section_points(section);
+    let mut rows = vec![std::iter::once("Test:".to_string())
+        .chain(r.arms.iter().map(|a| a.name.clone()))
+        .collect::<Vec<_>>()];
+    for p in pts {
+        let base_vals = p.values(base, &metric.name);
+        let mut row = vec![format!("{}:", p.point.label)];
+        for a in &r.arms {
+            let vals = p.values(&a.name, &metric.name);
+            row.push(cell(
+                &vals,
+                &base_vals,
+                metric.better,
+                r.method.alpha,
+                &a.name == base,
+            ));
+        }
+        rows.push(row);
+    }
+    let better = match metric.better {
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
+    };
+    format!(
+        "{}{}",
+        banner(&format!(
+            "{section}: {} ({}), {better}",
+            metric.name, metric.unit
+        )),
+        align(&rows)
+    )
+}
+
+fn mean_of(samples: &[Sample], f: impl Fn(&Metrics) -> f64) -> Option<f64> {
+    let xs: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.stats.as_ref())
+        .map(&f)
+        .collect();
+    (!xs.is_empty()).then(|| stat::mean(&xs))
+}
+
+/// Mean of a histogram's index, weighted by its counts.
+fn hist_mean(h: &[u64]) -> f64 {
+    let n: u64 = h.iter().sum();
+    if n == 0 {
+        return 0.0;
+    }
+    h.iter()
+        .enumerate()
+        .map(|(i, c)| i as f64 * *c as f64)
+        .sum::<f64>()
+        / n as f64
+}
+
+/// What the scheduler saw during a section's runs, per point and scx arm.
+pub fn scan_table(r: &Results, section: &str) -> Option<String> {
+    let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    if scx.is_empty() {
+        return None;
+    }
+    let mut rows = vec![[
+        "point",
+        "arm",
+        "wakeups",
+        "scans",
+        "found %",
+        "depth 0 %",
+        "mean limit",
+        "mean examined",
+        "scan ns",
+        "select_cpu ns",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for p in r.section_points(section) {
+        for a in &scx {
+            let Some(ss) = p.samples.get(&a.name) else {
+                continue;
+            };
+            let f = |g: &dyn Fn(&Metrics) -> f64| mean_of(ss, g).map_or("-".into(), num);
+            rows.push(vec![
+                p.point.label.clone(),
+                a.name.clone(),
+                f(&|m| m.wakeups as f64),
+                f(&|m| m.scans as f64),
+                f(&|m| m.found_rate()),
+                f(&|m| {
+                    100.0 * m.limit.first().copied().unwrap_or(0) as f64 / m.scans.max(1) as f64
+                }),
+                f(&|m| hist_mean(&m.limit)),
+                f(&|m| hist_mean(&m.examined)),
+                f(&|m| m.scan_ns_mean),
+                f(&|m| {
+                    m.ops
+                        .iter()
+                        .find(|o| o.op == "select_cpu")
+                        .map_or(0.0, |o| o.ns_per_call)
+                }),
+            ]);
+        }
+    }
+    Some(format!(
+        "{}{}",
+        banner(&format!(
+            "{section}: scan statistics (means over iterations)"
+        )),
+        align(&rows)
+    ))
+}
+
+/// The whole report.
+pub fn text(r: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "scx_sisutil A/B: kernel {}, {} ({} CPUs), host {}",
+        r.env.kernel, r.env.topology, r.env.cpus, r.env.hostname
+    );
+    let _ = writeln!(out, "method: {}", r.method.describe());
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(out, "INCOMPLETE: {why}");
+    }
+    for section in r.sections() {
+        let metrics = r
+            .section_points(&section)
+            .first()
+            .map(|p| p.point.metrics.clone())
+            .unwrap_or_default();
+        for m in &metrics {
+            let _ = writeln!(out, "\n{}", metric_table(r, &section, m));
+        }
+        if let Some(t) = scan_table(r, &section) {
+            let _ = writeln!(out, "\n{t}");
+        }
+    }
+    out
+}
+
+/// Two result files side by side: for every point and arm both have, the
+/// change from A to B (positive = B better) and its significance.
+pub fn compare(a: &Results, b: &Results, alpha: f64) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "A: {} | {} | {}",
+        a.created, a.env.kernel, a.env.topology
+    );
+    let _ = writeln!(
+        out,
+        "B: {} | {} | {}",
+        b.created, b.env.kernel, b.env.topology
+    );
+    let _ = writeln!(
+        out,
+        "pct: change from A to B, positive = B better; * = Welch's t-test p < {alpha}"
+    );
+    if a.env.topology != b.env.topology || a.env.kernel != b.env.kernel {
+        let _ = writeln!(out, "note: the two runs differ in kernel or topology");
+    }
+    let arms: Vec<&Arm> = a
+        .arms
+        .iter()
+        .filter(|x| b.arms.iter().any(|y| y.name == x.name))
+        .collect();
+    for section in a.sections() {
+        for pa in a.section_points(&section) {
+            let Some(pb) = b
+                .points
+                .iter()
+                .find(|p| p.point.section == section && p.point.label == pa.point.label)
+            else {
+                continue;
+            };
+            let metric = &pa.point.metrics[0];
+            let mut rows = vec![vec![
+                format!("{section} {}:", pa.point.label),
+                "A".into(),
+                "B".into(),
+                "pct".into(),
+            ]];
+            for arm in &arms {
+                let (va, vb) = (
+                    pa.values(&arm.name, &metric.name),
+                    pb.values(&arm.name, &metric.name),
+                );
+                if va.is_empty() || vb.is_empty() {
+                    continue;
+                }
+                let pct = stat::change_pct(stat::mean(&va), stat::mean(&vb), metric.better);
+                let star = if stat::significant(&va, &vb, alpha) {
+                    " *"
+                } else {
+                    ""
+                };
+                rows.push(vec![
+                    arm.name.clone(),
+                    format!("{} +-{}", num(stat::mean(&va)), num(stat::stddev(&va))),
+                    format!("{} +-{}", num(stat::mean(&vb)), num(stat::stddev(&vb))),
+                    format!("{pct:.2}{star}"),
+                ]);
+            }
+            if rows.len() > 1 {
+                let _ = write!(
+                    out,
+                    "\n{} ({}):\n{}",
+                    metric.name,
+                    metric.unit,
+                    align(&rows)
+                );
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+    use crate::bench::workload::Family;
+
+    pub fn sample(it: u32, metric: &str, v: f64) -> Sample {
+        Sample {
+            iteration: it,
+            values: BTreeMap::from([(metric.to_string(), v)]),
+            wall_s: v,
+            stats: None,
+        }
+    }
+
+    pub fn results() -> Results {
+        let matrix = Matrix {
+            families: vec![Family::Hackbench],
+            hackbench_groups: vec![1, 16],
+            hackbench_loops: 100,
+            hackbench_threads: vec![false],
+            hackbench_pipe: vec![false],
+            tbench_clients: vec![],
+            tbench_secs: 1,
+            perf_groups: vec![],
+            perf_loops: 1,
+            perf_pipe_loops: 1,
+            wakeup_messengers: 1,
+            wakeup_workers: vec![],
+            wakeup_secs: 1.0,
+        };
+        let points = matrix.points("scx_sisutil");
+        let mut util_stats = Metrics {
+            scans: 10,
+            idle_found: 3,
+            idle_missed: 1,
+            limit: vec![5, 0, 0, 0, 5],
+            examined: vec![6, 4, 0, 0, 0],
+            ..Default::default()
+        };
+        util_stats.policy = "util".into();
+        let mk = |arm_vals: [(&str, [f64; 3]); 2]| -> BTreeMap<String, Vec<Sample>> {
+            arm_vals
+                .iter()
+                .map(|(arm, vs)| {
+                    let ss = vs
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            let mut s = sample(i as u32, "time", *v);
+                            if *arm == "util" {
+                                s.stats = Some(util_stats.clone());
+                            }
+                            s
+                        })
+                        .collect();
+                    (arm.to_string(), ss)
+                })
+                .collect()
+        };
+        Results {
+            format: FORMAT.into(),
+            created: "2026-11-30 12:00:00 UTC".into(),
+            env: Env {
+                kernel: "7.3.4".into(),
+                topology: "1 LLC(s) x 16 CPUs, SMT off".into(),
+                cpus: 16,
+                ..Default::default()
+            },
+            method: Method {
+                iterations: 3,
+                warmup: true,
+                settle_s: 2.0,
+                alpha: 0.05,
+                baseline: "eevdf".into(),
+                matrix,
+            },
+            arms: vec![Arm::parse("eevdf").unwrap(), Arm::parse("util").unwrap()],
+            points: vec![
+                PointResult {
+                    point: points[0].clone(),
+                    samples: mk([("eevdf", [4.64, 4.70, 4.61]), ("util", [4.70, 4.75, 4.72])]),
+                },
+                PointResult {
+                    point: points[1].clone(),
+                    samples: mk([("eevdf", [10.7, 10.5, 10.9]), ("util", [11.69, 11.5, 11.8])]),
+                },
+            ],
+            incomplete: None,
+        }
+    }
+
+    #[test]
+    fn seed_style_table() {
+        let r = results();
+        let t = metric_table(
+            &r,
+            "hackbench process socket",
+            &r.points[0].point.metrics[0],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[1].contains("hackbench process socket: time (s), lower is better"));
+        assert!(lines[3].trim_start().starts_with("Test:"));
+        assert!(lines[3].contains("eevdf") && lines[3].contains("util"));
+        assert!(lines[4].contains(" 1-groups:"));
+        assert!(lines[4].contains("(0.00 pct)"));
+        // 16 groups: 10.70 -> 11.66 s is 9 % worse, and significant.
+        assert!(lines[5].starts_with("16-groups:"));
+        assert!(
+            lines[5].contains("11.66 +-0.152 (-9.00 pct) *"),
+            "{}",
+            lines[5]
+        );
+        assert!(!lines[4].contains('*'), "1 group: not significant");
+    }
+
+    #[test]
+    fn scan_statistics_table() {
+        let r = results();
+        let t = scan_table(&r, "hackbench process socket").unwrap();
+        let row = t
+            .lines()
+            .find(|l| l.contains("16-groups") && l.contains("util"))
+            .unwrap();
+        // found 3 of 4 = 75 %, depth 0 in 5 of 10 scans, mean limit 2,
+        // mean examined 0.4.
+        assert!(row.contains("75.00"), "{row}");
+        assert!(row.contains("50.00"), "{row}");
+        assert!(row.contains("2.000") && row.contains("0.400"), "{row}");
+    }
+
+    #[test]
+    fn file_round_trip_and_format_check() {
+        let r = results();
+        let dir = std::env::temp_dir().join(format!("sisu-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("results.json");
+        r.save(&path).unwrap();
+        let back = Results::load(&path).unwrap();
+        assert_eq!(back.points, r.points);
+        assert_eq!(back.arms, r.arms);
+        let mut wrong = r.clone();
+        wrong.format = "other".into();
+        wrong.save(&path).unwrap();
+        assert!(Results::load(&path).is_err());
+        std::fs::write(&path, "{}").unwrap();
+        assert!(Results::load(&path).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn compare_two_runs() {
+        let a = results();
+        let mut b = results();
+        for s in b.points[1].samples.get_mut("util").unwrap() {
+            s.values.insert("time".into(), s.values["time"] - 1.0);
+        }
+        let t = compare(&a, &b, 0.05);
+        let row = t
+            .lines()
+            .skip_while(|l| !l.contains("16-groups"))
+            .find(|l| l.trim_start().starts_with("util"))
+            .unwrap();
+        assert!(row.contains("8.57 *"), "{row}");
+        assert!(!t.contains("differ in kernel"));
+    }
+
+    #[test]
+    fn report_has_every_section() {
+        let t = text(&results());
+        assert!(t.contains("method: mean +- sample stddev of 3 iteration(s)"));
+        assert!(t.contains("Welch"));
+        assert!(t.contains("scan statistics"));
+    }
+}

@@ -1,0 +1,252 @@
+//! The statistics of an A/B comparison: mean, sample standard deviation,
+//! the change against the baseline with the sign that makes positive mean
+//! better, and Welch's t-test for whether a change is significant.
+
+use serde::{Deserialize, Serialize};
+
+/// Which direction of a metric is good.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Times and latencies.
+    Lower,
+    /// Throughputs and rates.
+    Higher,
+}
+
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// Sample standard deviation (n - 1); 0 for fewer than two samples.
+pub fn stddev(xs: &[f64]) -> f64 {
+    if xs.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(xs);
+    (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64).sqrt()
+}
+
+/// The change of `value` against `base` in %, positive when `value` is
+/// better: a lower time or a higher throughput.
+pub fn change_pct(base: f64, value: f64, better: Better) -> f64 {
+    if base == 0.0 || !base.is_finite() || !value.is_finite() {
+        return 0.0;
+    }
+    match better {
+        Better::Lower => (base - value) / base * 100.0,
+        Better::Higher => (value - base) / base * 100.0,
+    }
+}
+
+/// Welch's unequal-variances t-test: the statistic, the Welch-Satterthwaite
+/// degrees of freedom, and the two-sided p-value. `None` when either side
+/// has fewer than two samples or both have no variance.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    let (va, vb) = (stddev(a).powi(2) / na, stddev(b).powi(2) / nb);
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        return None;
+    }
+    let t = (mean(a) - mean(b)) / se2.sqrt();
+    let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+    Some((t, df, t_two_sided_p(t, df)))
+}
+
+/// Whether `a` and `b` differ at significance level `alpha`.
+pub fn significant(a: &[f64], b: &[f64], alpha: f64) -> bool {
+    welch(a, b).is_some_and(|(_, _, p)| p < alpha)
+}
+
+/// P(|T| >= |t|) for Student's t with `df` degrees of freedom: the
+/// regularised incomplete beta function I_x(df/2, 1/2) at x = df/(df+t^2).
+fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    if !t.is_finite() {
+        return 0.0;
+    }
+    inc_beta(df / 2.0, 0.5, df / (df + t * t))
+}
+
+/// The regularised incomplete beta function I_x(a, b), from its continued
+/// fraction (evaluated with the modified Lentz method), using the symmetry
+/// I_x(a, b) = 1 - I_(1-x)(b, a) where the fraction converges slowly.
+fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
+    if x <= 0.0 {
+        return 0.0;
+    }
+    if x >= 1.0 {
+        return 1.0;
+    }
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    if x < (a + 1.0) / (a + b + 2.0) {
+        ln_front.exp() * beta_fraction(a, b, x) / a
+    } else {
+        1.0 - ln_front.exp() * beta_fraction(b, a, 1.0 - x) / b
+    }
+}
+
+fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
+    const TINY: f64 = 1e-300;
+    let mut c = 1.0;
+    let mut d = 1.0 - (a + b) * x / (a + 1.0);
+    if d.abs() < TINY {
+        d = TINY;
+    }
+    d = 1.0 / d;
+    let mut h = d;
+    for m in 1..300 {
+        let m = m as f64;
+        // Even step, then odd step, of the continued fraction.
+        for num in [
+            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
+        ] {
+            d = 1.0 + num * d;
+            if d.abs() < TINY {
+                d = TINY;
+            }
+            c = 1.0 + num / c;
+            if c.abs() < TINY {
+                c = TINY;
+            }
+            d = 1.0 / d;
+            h *= d * c;
+        }
+        if (d * c - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    h
+}
+
+/// ln(Gamma(x)) for x > 0 (Lanczos approximation, g = 7, n = 9).
+fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // Reflection: Gamma(x) Gamma(1 - x) = pi / sin(pi x).
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let t = x + 7.5;
+    let s = G[1..]
+        .iter()
+        .enumerate()
+        .fold(G[0], |s, (i, g)| s + g / (x + i as f64 + 1.0));
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + s.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn mean_and_stddev() {
+        let xs = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        assert_eq!(mean(&xs), 5.0);
+        assert!(close(stddev(&xs), 2.138_089_935, 1e-9));
+        assert_eq!(stddev(&[3.0]), 0.0);
+        assert!(mean(&[]).is_nan());
+    }
+
+    #[test]
+    fn sign_of_change_means_better() {
+        // The seed's hackbench 16 groups: 10.70 -> 11.69 s is a loss.
+        assert!(close(change_pct(10.70, 11.69, Better::Lower), -9.25, 0.01));
+        // Its tbench 256 clients: 24207 -> 52041 MB/s is a gain.
+        assert!(close(
+            change_pct(24207.35, 52041.89, Better::Higher),
+            114.98,
+            0.01
+        ));
+        assert!(change_pct(4.0, 3.0, Better::Lower) > 0.0);
+        assert!(change_pct(4.0, 3.0, Better::Higher) < 0.0);
+        assert_eq!(change_pct(0.0, 3.0, Better::Higher), 0.0);
+    }
+
+    #[test]
+    fn welch_matches_reference_values() {
+        // References computed with mpmath's regularised incomplete beta.
+        // (a, b, t, df, p)
+        type Case<'a> = (&'a [f64], &'a [f64], f64, f64, f64);
+        let cases: [Case; 4] = [
+            (
+                &[4.64, 4.70, 4.61, 4.66],
+                &[4.70, 4.75, 4.72, 4.69],
+                -2.711_630_722_733,
+                5.374_411_108_356,
+                0.039_161_108_849,
+            ),
+            (
+                &[10.7, 10.5, 10.9],
+                &[11.69, 11.5, 11.8],
+                -6.645_873_619_874,
+                3.729_769_421_444,
+                0.003_397_857_225,
+            ),
+            (
+                &[1.0, 2.0, 3.0, 4.0, 5.0],
+                &[2.0, 4.0, 6.0, 8.0, 10.0],
+                -1.897_366_596_101,
+                5.882_352_941_176,
+                0.107_531_194_931,
+            ),
+            (
+                &[19.8, 20.4, 19.6, 17.8, 18.5, 18.9, 18.3, 18.9, 19.5, 22.0],
+                &[
+                    28.2, 26.6, 20.1, 23.3, 25.2, 22.1, 17.7, 27.6, 20.6, 13.7, 23.2, 17.5, 20.6,
+                    18.0, 23.9, 21.6, 24.3, 20.4, 23.9, 13.3,
+                ],
+                -2.225_512_039_970,
+                24.524_634_944_257,
+                0.035_484_530_830,
+            ),
+        ];
+        for (a, b, t, df, p) in cases {
+            let (gt, gdf, gp) = welch(a, b).unwrap();
+            assert!(close(gt, t, 1e-9), "t {gt} vs {t}");
+            assert!(close(gdf, df, 1e-9), "df {gdf} vs {df}");
+            assert!(close(gp, p, 1e-9), "p {gp} vs {p}");
+        }
+    }
+
+    #[test]
+    fn t_distribution_tail() {
+        // P(|T| >= 2) with 5 degrees of freedom.
+        assert!(close(t_two_sided_p(2.0, 5.0), 0.101_939_478_830, 1e-10));
+        assert!(close(t_two_sided_p(0.0, 5.0), 1.0, 1e-12));
+        assert!(t_two_sided_p(50.0, 30.0) < 1e-20);
+    }
+
+    #[test]
+    fn significance_needs_samples_and_spread() {
+        assert!(welch(&[1.0], &[2.0, 3.0]).is_none());
+        assert!(welch(&[1.0, 1.0], &[1.0, 1.0]).is_none());
+        assert!(significant(&[10.7, 10.5, 10.9], &[11.69, 11.5, 11.8], 0.05));
+        assert!(!significant(
+            &[1.0, 2.0, 3.0, 4.0, 5.0],
+            &[2.0, 4.0, 6.0, 8.0, 10.0],
+            0.05
+        ));
+    }
+}

@@ -1,0 +1,79 @@
+# The A/B harness end to end (2 LLCs x 4 CPUs), sized for CI: a quick run
+# of 2 arms x 2 iterations produces the seed-style table, a results file
+# whose every sample is a real measurement, and plots; the kernel's own
+# SIS_UTIL arm is restored afterwards, and an interrupted run keeps what it
+# measured and leaves nothing loaded.
+# shape: 2x4
+. /tests/vm/lib.sh
+
+R=/tmp/ab
+$SCHED bench --preset quick --arms eevdf,util --out $R >/tmp/ab.out 2>/tmp/ab.err
+rc=$?
+tail -n 30 /tmp/ab.out
+check "bench exits 0" [ $rc -eq 0 ]
+check "nothing left loaded" [ "$(state)" = disabled ]
+
+log "the table"
+check "a hackbench section" grep -q "hackbench process pipe: time (s), lower is better" /tmp/ab.out
+check "a tbench section" grep -q "tbench: throughput (MB/s), higher is better" /tmp/ab.out
+check "the header names both arms" grep -Eq "Test: +eevdf +util" /tmp/ab.out
+check "one row per point with the baseline at 0.00 pct" \
+	[ "$(grep -Ec '^ *(1|2)-groups: .*\(0\.00 pct\)' /tmp/ab.out)" -eq 2 ]
+check "the method is stated" grep -q "Welch's t-test at p < 0.05" /tmp/ab.out
+check "scan statistics for util" grep -Eq "^ *1-groups +util " /tmp/ab.out
+check "progress was shown" grep -q "\[  12/12\]" /tmp/ab.err
+check "report.txt holds the table" grep -q "Test:" $R/report.txt
+
+log "the results file"
+J=$R/results.json
+check "results.json exists" [ -s $J ]
+check "its format is named" grep -q '"format": "scx_sisutil-ab/1"' $J
+check "it records the kernel" grep -q "\"kernel\": \"$(uname -r)\"" $J
+check "it records the topology" grep -q '"topology": "2 LLC(s) x 4 CPUs' $J
+check "3 points x 2 iterations x 2 arms = 12 samples" [ "$(grep -c '"iteration":' $J)" -eq 12 ]
+check "eevdf samples carry no scheduler stats" [ "$(grep -c '"stats": null' $J)" -eq 6 ]
+check "util samples carry the scheduler's counters" [ "$(grep -c '"wakeups":' $J)" -eq 6 ]
+# Every measurement is positive, not all equal, and no longer than the
+# process that reported it ran.
+awk '
+/"(time|throughput)":/ { gsub(/[",]/, ""); v = $2; n++; if (v <= 0) bad++; seen[v] = 1 }
+/"wall_s":/ { gsub(/[",]/, ""); if (last_time != "" && last_time > $2) bad++; last_time = "" }
+/"time":/ { gsub(/[",]/, ""); last_time = $2 }
+END { d = 0; for (k in seen) d++; exit !(n == 12 && bad == 0 && d > 6) }' $J
+check "every sample is a real, distinct measurement within its run's wall time" [ $? -eq 0 ]
+
+log "plots"
+n=$(ls $R/plots/*.svg 2>/dev/null | wc -l)
+check "plots were written ($n)" [ "$n" -ge 3 ]
+check "the hackbench chart is a complete SVG" grep -q "</svg>" $R/plots/hackbench-process-pipe.svg
+check "the depth histogram is there" [ -s $R/plots/hackbench-process-pipe-searched.svg ]
+check "plot re-reads the file" sh -c "$SCHED plot $J --out /tmp/replot >/dev/null"
+check "compare reads two files" sh -c "$SCHED compare $J $J | grep -q 'pct: change from A to B'"
+expect_error 1 "not a scx_sisutil results file" $SCHED compare /etc/passwd $J
+
+log "the kernel's SIS_UTIL arm"
+F=/sys/kernel/debug/sched/features
+before=$(grep -o '[A-Z_]*SIS_UTIL' $F)
+$SCHED bench --preset quick --arms eevdf-nosisutil,eevdf --bench hackbench --groups 1 \
+	--iterations 1 --out /tmp/ab2 >/tmp/ab2.out 2>&1
+check "eevdf-nosisutil vs eevdf runs" [ $? -eq 0 ]
+check "SIS_UTIL is as it was ($before)" [ "$(grep -o '[A-Z_]*SIS_UTIL' $F)" = "$before" ]
+
+log "interrupted"
+$SCHED bench --preset quick --arms eevdf,util --iterations 5 --out /tmp/ab3 >/tmp/ab3.out 2>/tmp/ab3.err &
+b=$!
+n=0
+while [ "$(grep -c '^\[ *[0-9]*/' /tmp/ab3.err 2>/dev/null)" -lt 3 ] && [ $n -lt 600 ]; do
+	sleep 0.2
+	n=$((n + 1))
+done
+kill -INT $b
+wait $b
+rc=$?
+check "an interrupted run exits non-zero" [ $rc -ne 0 ]
+check "it says so in the results" grep -q '"incomplete": ".*interrupted' /tmp/ab3/results.json
+check "what it measured is kept" [ "$(grep -c '"iteration":' /tmp/ab3/results.json)" -ge 3 ]
+tail -n 3 /tmp/ab3.err
+check "nothing left loaded" wait_state disabled 30
+
+finish
