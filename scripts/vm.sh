@@ -119,17 +119,21 @@ for applet in $("$BUSYBOX" --list); do
 done
 
 add_bin "$BIN" /usr/bin/scx_sisutil
-for tool in hackbench tbench tbench_srv stress-ng taskset chrt nproc bpftool perf; do
+for tool in hackbench tbench tbench_srv stress-ng taskset chrt nice nproc bpftool perf; do
 	path=$(command -v "$tool" 2>/dev/null || true)
-	# bpftool and perf are wrappers on Debian; take the real binary.
+	# Some Debian releases ship bpftool and perf as version wrappers;
+	# take the real binary.
 	case $tool in
 	bpftool) path=$(ls /usr/sbin/bpftool 2>/dev/null || true) ;;
-	perf) path=$(ls /usr/bin/perf_* 2>/dev/null | sort -V | tail -n1 || true) ;;
+	perf)
+		real=$(ls /usr/bin/perf_* 2>/dev/null | sort -V | tail -n1 || true)
+		[[ -n $real ]] && path=$real
+		;;
 	esac
 	[[ -n $path && -x $path ]] || continue
 	case $tool in
 	perf) add_bin "$path" /usr/bin/perf ;;
-	taskset | chrt | nproc) add_bin "$path" "/usr/local/bin/$tool" ;;
+	taskset | chrt | nice | nproc) add_bin "$path" "/usr/local/bin/$tool" ;;
 	*) add_bin "$path" "/usr/bin/$tool" ;;
 	esac
 done

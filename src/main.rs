@@ -35,12 +35,27 @@ fn main() -> ExitCode {
         Err(e) => return usage_error(e),
     };
     init_logging(opts.run.verbose);
+    if is_client(&opts) {
+        // Like any command-line tool, end quietly when the reader of its
+        // output goes away (`scx_sisutil stats | head`). The scheduler and
+        // the harness keep SIGPIPE ignored: they must clean up first.
+        // SAFETY: resetting a signal disposition has no preconditions.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     match run(opts) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("scx_sisutil: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn is_client(opts: &Opts) -> bool {
+    match &opts.cmd {
+        None => opts.run.monitor.is_some(),
+        Some(Cmd::Bench(_)) | Some(Cmd::WatchSocket) => false,
+        Some(_) => true,
     }
 }
 

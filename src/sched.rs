@@ -57,18 +57,29 @@ pub fn preflight() -> Result<()> {
         );
     }
     let state = settled_state()?;
-    if state.trim() != "disabled" {
-        let ops = std::fs::read_to_string(format!("{SCHED_EXT}/root/ops")).unwrap_or_default();
-        let ops = ops.trim();
-        if ops.starts_with(OPS_NAME) {
-            bail!("scx_sisutil is already running ({ops}); change its policy with `scx_sisutil set policy ...`");
-        }
-        bail!(
-            "another sched_ext scheduler is already loaded ({}); unload it first",
-            if ops.is_empty() { state.trim() } else { ops }
-        );
+    let ops = std::fs::read_to_string(format!("{SCHED_EXT}/root/ops")).unwrap_or_default();
+    match refusal(&state, &ops) {
+        Some(why) => bail!(why),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Why a start must be refused, given sched_ext's state and the name of
+/// the loaded scheduler.
+fn refusal(state: &str, ops: &str) -> Option<String> {
+    let (state, ops) = (state.trim(), ops.trim());
+    if state == "disabled" {
+        return None;
+    }
+    if ops.starts_with(OPS_NAME) {
+        return Some(format!(
+            "scx_sisutil is already running ({ops}); change its policy with `scx_sisutil set policy ...`"
+        ));
+    }
+    Some(format!(
+        "another sched_ext scheduler is already loaded ({}); unload it first",
+        if ops.is_empty() { state } else { ops }
+    ))
 }
 
 /// sched_ext's state, once a scheduler that is going away (after a
@@ -410,5 +421,21 @@ fn restrict_socket() {
     let path = crate::cleanup::SOCKET;
     if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
         warn!("cannot restrict {path} to root: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_to_start_beside_a_loaded_scheduler() {
+        assert_eq!(refusal("disabled\n", ""), None);
+        let ours = refusal("enabled\n", "sisutil_0.1.0_x86_64\n").unwrap();
+        assert!(ours.contains("scx_sisutil is already running"), "{ours}");
+        let other = refusal("enabled", "bpfland_1.0.2").unwrap();
+        assert!(other.contains("another sched_ext scheduler is already loaded (bpfland_1.0.2)"));
+        let loading = refusal("enabling", "").unwrap();
+        assert!(loading.contains("(enabling)"), "{loading}");
     }
 }

@@ -175,6 +175,8 @@ pub struct Metrics {
     pub pull_llc: u64,
     #[stat(desc = "Tasks idle CPUs pulled from other LLCs")]
     pub pull_remote: u64,
+    #[stat(desc = "Tasks run out of turn after waiting 1 s (starvation guard)")]
+    pub rescued: u64,
     #[stat(desc = "Wakeups that reached the LLC scan")]
     pub scans: u64,
     #[stat(desc = "... of which looked for an idle core")]
@@ -245,6 +247,7 @@ impl Metrics {
             wake_busy: out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
             pull_llc: s.pull_llc,
             pull_remote: s.pull_remote,
+            rescued: s.rescued,
             scans: s.scans,
             core_scans: s.core_scans,
             scan_ns: s.scan_ns,
@@ -304,7 +307,7 @@ impl Metrics {
         let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
         writeln!(
             w,
-            "wakeups {} ({:.0}/s): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {}",
+            "wakeups {} ({:.0}/s): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {}",
             self.wakeups,
             ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
             pct(self.wake_target),
@@ -314,7 +317,8 @@ impl Metrics {
             pct(self.wake_scan),
             pct(self.wake_busy),
             self.pull_llc,
-            self.pull_remote
+            self.pull_remote,
+            self.rescued
         )?;
         writeln!(
             w,

@@ -11,6 +11,7 @@ pub mod stat;
 pub mod workload;
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -503,7 +504,8 @@ fn run_matrix(
                 let left = started
                     .elapsed()
                     .mul_f64((total - done) as f64 / done as f64);
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "[{done:>4}/{total}] {} {}, iteration {}/{iterations}, {}: {} = {:.3} {} (elapsed {}, ~{} left)",
                     point.section,
                     point.label,
@@ -540,8 +542,12 @@ fn finish(results: &Results, out: &Path) -> Result<()> {
     let text = report::text(results);
     std::fs::write(out.join("report.txt"), &text).context("cannot write report.txt")?;
     let plots = plot::write_all(results, &out.join("plots"))?;
-    println!("{text}");
-    println!(
+    // The run is over and saved: a closed stdout must not turn into an
+    // error here.
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+    let _ = writeln!(
+        stdout,
         "results: {} | report: {} | {} plot(s) in {}",
         out.join("results.json").display(),
         out.join("report.txt").display(),

@@ -84,7 +84,10 @@ struct sisu_cpu_ctx {
 	u64 acct_from;		/* start of the running time not yet in busy_ns */
 	u32 running;		/* a sched_ext task is on the CPU */
 	u32 prop_epoch;		/* cfg.epoch the SIS_PROP state belongs to */
-	u64 run_start;		/* when the current task started (vtime) */
+	u64 run_start;		/* when the current task started */
+	u64 vclock;		/* the CPU's virtual clock (see main.bpf.c) */
+	u64 rescue_at;		/* last look for starving tasks */
+	u64 balance_at;		/* last comparison with the other queues */
 
 	/* SIS_PROP state, as the kernel kept it in struct rq / sched_domain. */
 	u64 idle_stamp;		/* when the CPU went idle, 0 if busy */
@@ -103,6 +106,7 @@ struct sisu_stats {
 	u64 outcome[SISU_NR_OUTCOMES];
 	u64 pull_llc;			/* tasks an idle CPU took from its LLC */
 	u64 pull_remote;		/* ... from another LLC */
+	u64 rescued;			/* tasks run out of turn after waiting 1 s */
 	u64 scans;			/* wakeups that reached the LLC scan */
 	u64 scan_ns;			/* time spent in those scans */
 	u64 core_scans;			/* scans that looked for an idle core */

@@ -52,9 +52,6 @@ struct sisu_cfg cfg = {
 struct sisu_llc_ctx llcs[SISU_MAX_LLCS];
 struct sisu_cpu_ctx cpus[SISU_MAX_CPUS];
 
-/* The largest virtual time any task has started running with. */
-static u64 vtime_now;
-
 UEI_DEFINE(uei);
 
 struct {
@@ -64,9 +61,11 @@ struct {
 	__type(value, struct sisu_stats);
 } stats SEC(".maps");
 
-/* What the kernel keeps in task_struct for the wakeup path. */
+/* What the kernel keeps in task_struct and sched_entity. */
 struct task_ctx {
 	s32 recent_used_cpu;
+	s32 frame;	/* the CPU whose clock the task's virtual time counts on */
+	u64 queued_at;	/* when it was last put in a queue (ns) */
 };
 
 struct {
@@ -142,6 +141,27 @@ static bool share_llc(s32 a, s32 b)
 static bool allowed(const struct task_struct *p, s32 cpu)
 {
 	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
+/* The shortest slice a low-weight task gets. */
+#define MIN_SLICE_NS	200000ULL
+
+/*
+ * A task's slice shrinks with its weight below nice 0, so that every run
+ * costs about one base slice of virtual time. A low-weight task then runs
+ * less often, as its weight says, without waiting longer per run: with
+ * full slices a weight-1 task (SCHED_IDLE) waits a hundred slices of every
+ * competitor between runs, which under load exceeds the watchdog's limit,
+ * and sched_ext unloads a scheduler that leaves a task waiting that long.
+ */
+static u64 task_slice(const struct task_struct *p)
+{
+	u64 w = p->scx.weight, s, least = slice_ns < MIN_SLICE_NS ? slice_ns : MIN_SLICE_NS;
+
+	if (w >= 100)
+		return slice_ns;
+	s = slice_ns * w / 100;
+	return s < least ? least : s;
 }
 
 static struct sisu_stats *stats_of(u32 policy)
@@ -618,11 +638,11 @@ static void kick_idle_for_queue(s32 cpu)
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
 }
 
-/* Move one task from the busiest queue in @llc that has one @cpu may run. */
-static bool pull_from_llc(s32 cpu, u32 llc)
+/* The longest queue of @llc, other than @cpu's, holding at least @least. */
+static s32 busiest_of(s32 cpu, u32 llc, s32 least)
 {
 	u32 width = width_of(llc), i;
-	s32 busiest = -1, most = 0;
+	s32 busiest = -1, most = least - 1;
 
 	bpf_for(i, 0, width) {
 		s32 c = walk_cpu(llc, 0, i, width);
@@ -636,6 +656,18 @@ static bool pull_from_llc(s32 cpu, u32 llc)
 			busiest = c;
 		}
 	}
+	return busiest;
+}
+
+/*
+ * Move one task @cpu may run from the busiest queue of @llc holding at
+ * least @least tasks.
+ */
+static bool pull_from_llc(s32 cpu, u32 llc, s32 least)
+{
+	u32 width = width_of(llc), i;
+	s32 busiest = busiest_of(cpu, llc, least);
+
 	if (busiest < 0)
 		return false;
 	if (scx_bpf_dsq_move_to_local(busiest, 0))
@@ -647,7 +679,7 @@ static bool pull_from_llc(s32 cpu, u32 llc)
 
 		if (c < 0)
 			break;
-		if (c != cpu && c != busiest && scx_bpf_dsq_nr_queued(c) > 0 &&
+		if (c != cpu && c != busiest && scx_bpf_dsq_nr_queued(c) >= least &&
 		    scx_bpf_dsq_move_to_local(c, 0))
 			return true;
 	}
@@ -685,60 +717,272 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 			(*n)++;
 	}
 	if (pk.outcome != SISU_OUT_BUSY)
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), 0);
 	return pk.cpu;
 }
 
 /*
+ * Virtual time, as the kernel keeps vruntime: a task's runtime x 100 / its
+ * weight, measured against the clock of the CPU whose queue it is in. A
+ * CPU's clock follows the smallest virtual time among the tasks it runs
+ * and queues, and never goes back (the runqueue's min_vruntime): it moves
+ * when a task starts, and at every slice boundary to the smaller of the
+ * running task's (charged so far) and the queue's first. A task that
+ * slept comes back at most one slice behind the clock, so sleepers cannot
+ * hoard credit; a new task starts half a slice ahead of it, so that a
+ * stream of new tasks moves the clock on (as the kernel's START_DEBIT
+ * does) instead of holding back a task that is ahead; a task moving to
+ * another CPU keeps how far ahead or behind the old CPU's clock it was.
+ * One clock for all CPUs would not do: it moves as fast as all CPUs
+ * together consume time while each queue drains at one CPU's pace, so a
+ * task that waited would be owed far more than a slice.
+ */
+static u64 vclock_of(s32 cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+
+	return c ? c->vclock : 0;
+}
+
+/* @p's virtual time against @cpu's clock. */
+static u64 rebase(struct task_struct *p, s32 cpu)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	u64 vtime = p->scx.dsq_vtime;
+
+	if (tctx && tctx->frame != cpu) {
+		vtime = vtime - vclock_of(tctx->frame) + vclock_of(cpu);
+		tctx->frame = cpu;
+	}
+	return vtime;
+}
+
+/* At most one slice of credit for the time @p slept. */
+static u64 bound_credit(u64 vtime, s32 cpu)
+{
+	u64 floor = vclock_of(cpu) - slice_ns;
+
+	return time_before(vtime, floor) ? floor : vtime;
+}
+
+/* @cpu's clock moves to @vtime, if that is ahead. */
+static void advance_clock(s32 cpu, u64 vtime)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+
+	if (c && time_before(c->vclock, vtime))
+		c->vclock = vtime;
+}
+
+/* Charges the running @p's time on @c so far; returns its virtual time. */
+static u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
+{
+	if (now > c->run_start) {
+		p->scx.dsq_vtime += (now - c->run_start) * 100 / p->scx.weight;
+		c->run_start = now;
+	}
+	return p->scx.dsq_vtime;
+}
+
+/*
  * No idle CPU was found (or the task skipped select_cpu): queue it on its
- * CPU, ordered by virtual time. A task that slept gets at most one slice
- * of credit, so sleepers cannot hoard it.
+ * CPU, ordered by virtual time.
  */
 void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 vtime = p->scx.dsq_vtime;
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	u64 vtime = bound_credit(rebase(p, cpu), cpu);
 
-	if (time_before(vtime, vtime_now - slice_ns))
-		vtime = vtime_now - slice_ns;
-	scx_bpf_dsq_insert_vtime(p, cpu, slice_ns, vtime, enq_flags);
+	if (tctx)
+		tctx->queued_at = bpf_ktime_get_ns();
+	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(p), vtime, enq_flags);
 	/* The CPU may have gone idle since select_cpu looked. */
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
-void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
+/*
+ * @prev's slice ran out while it can still run. It is in no queue at this
+ * point, so the queue's order alone would hand the CPU to the next task
+ * whatever the two virtual times are (two tasks would simply take turns,
+ * whatever their weights): charge @prev, keep it if it is still the more
+ * entitled (as the kernel would pick it again), and move the clock.
+ */
+static bool keep_prev(struct task_struct *prev, s32 cpu)
 {
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	struct task_struct *head;
+	u64 vtime, first;
+
+	if (!c)
+		return false;
+	vtime = charge(prev, c, bpf_ktime_get_ns());
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	first = head ? head->scx.dsq_vtime : vtime;
+	advance_clock(cpu, time_before(first, vtime) ? first : vtime);
+	return !time_before(first, vtime);
+}
+
+/* A task waiting longer than this runs next, whatever its virtual time. */
+#define STARVE_NS	(1000ULL * 1000 * 1000)
+/* How often a CPU looks for such tasks in its queue. */
+#define RESCUE_EVERY_NS	(50ULL * 1000 * 1000)
+#define RESCUE_MAX	4
+
+/* How long the oldest task in @cpu's queue has waited (0 if none). */
+static u64 oldest_wait(s32 cpu, u64 now)
+{
+	struct task_struct *p;
+	u64 oldest = 0;
+
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (tctx && now - tctx->queued_at > oldest)
+			oldest = now - tctx->queued_at;
+	}
+	return oldest;
+}
+
+/*
+ * Weighted fairness alone can leave a low-weight task waiting for tens of
+ * seconds on a loaded CPU (the kernel's EEVDF would too), and sched_ext
+ * unloads a scheduler that leaves any task runnable for its watchdog's
+ * limit (30 s by default): a task that has waited STARVE_NS runs next.
+ * The longest waiters go first, so that however many tasks starve at
+ * once, every one is reached in turn. Under normal load nothing waits
+ * that long, so weights stay as they are.
+ */
+static bool rescue_starving(s32 cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	u64 now = bpf_ktime_get_ns(), oldest, cutoff;
+	struct task_struct *p;
+	u32 moved = 0;
+
+	if (!c || now - c->rescue_at < RESCUE_EVERY_NS)
+		return false;
+	c->rescue_at = now;
+	oldest = oldest_wait(cpu, now);
+	if (oldest < STARVE_NS)
+		return false;
+	cutoff = oldest - RESCUE_EVERY_NS;
+	if (cutoff < STARVE_NS)
+		cutoff = STARVE_NS;
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (!tctx || now - tctx->queued_at < cutoff)
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0) &&
+		    ++moved >= RESCUE_MAX)
+			break;
+	}
+	if (moved) {
+		struct sisu_stats *st = stats_of(active_policy());
+
+		if (st)
+			st->rescued += moved;
+	}
+	return moved > 0;
+}
+
+/* How often a busy CPU compares its queue with the others. */
+#define BALANCE_EVERY_NS	(4ULL * 1000 * 1000)
+
+/*
+ * Wakeups land where the policy puts them, so queues can grow apart while
+ * every CPU stays busy (and none ever runs out of work to pull). Every
+ * BALANCE_EVERY_NS, as the kernel's periodic load balancing does, a CPU
+ * takes the first task of a queue two or more longer than its own: its
+ * LLC's first, then anywhere. Moving the most entitled task of the longer
+ * queue also shortens the waits there.
+ */
+static bool balance(s32 cpu, s32 own)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	u64 now = bpf_ktime_get_ns();
 	u32 llc = llc_of(cpu), k;
 
-	if (scx_bpf_dsq_move_to_local(cpu, 0))
+	if (!c || now - c->balance_at < BALANCE_EVERY_NS)
+		return false;
+	c->balance_at = now;
+	bpf_for(k, 0, nr_llcs) {
+		u32 other = llc + k;
+		s32 from;
+
+		if (other >= nr_llcs)
+			other -= nr_llcs;
+		from = busiest_of(cpu, other, own + 2);
+		if (from >= 0 && scx_bpf_dsq_move_to_local(from, 0)) {
+			count_pull(k > 0);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A CPU needs work. Its own queue comes first (unless the task whose slice
+ * just ran out is still the more entitled), but a much longer queue
+ * elsewhere is drained first now and then (balance()). With nothing of its
+ * own, an idle CPU pulls from the busiest queue of its LLC, then of the
+ * other LLCs (newidle balancing); a CPU whose task still wants to run
+ * pulls only from a queue holding at least two tasks.
+ */
+void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
+{
+	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	s32 least = busy ? 2 : 1, own = scx_bpf_dsq_nr_queued(cpu);
+	u32 llc = llc_of(cpu), k;
+
+	if (own > 0 && rescue_starving(cpu))
 		return;
-	if (pull_from_llc(cpu, llc))
+	if (balance(cpu, own))
+		return;
+	if (own > 0) {
+		if (busy && keep_prev(prev, cpu)) {
+			scx_bpf_task_set_slice(prev, task_slice(prev));
+			return;
+		}
+		if (scx_bpf_dsq_move_to_local(cpu, 0))
+			return;
+	}
+	if (pull_from_llc(cpu, llc, least))
 		return count_pull(false);
 	bpf_for(k, 1, nr_llcs) {
 		u32 other = llc + k;
 
 		if (other >= nr_llcs)
 			other -= nr_llcs;
-		if (pull_from_llc(cpu, other))
+		if (pull_from_llc(cpu, other, least))
 			return count_pull(true);
 	}
-	/* Nothing else to run: let prev go on, one slice at a time. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
-		prev->scx.slice = slice_ns;
+	/*
+	 * Nothing else to run: prev goes on, one slice at a time (left to
+	 * itself, the kernel would give it a 20 ms default slice).
+	 */
+	if (busy) {
+		keep_prev(prev, cpu);
+		scx_bpf_task_set_slice(prev, task_slice(prev));
+	}
 }
 
 void BPF_STRUCT_OPS(sisu_running, struct task_struct *p)
 {
-	struct sisu_cpu_ctx *c = cpu_ctx(bpf_get_smp_processor_id());
+	s32 cpu = bpf_get_smp_processor_id();
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
 	u64 now = bpf_ktime_get_ns();
+	u64 vtime = bound_credit(rebase(p, cpu), cpu);
 
+	/* A task sent straight to an idle CPU skipped enqueue's accounting. */
+	p->scx.dsq_vtime = vtime;
+	advance_clock(cpu, vtime);
 	if (c) {
 		c->acct_from = now;
 		c->run_start = now;
 		c->running = 1;
 	}
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
 }
 
 /* Charge the busy time not yet accounted, up to @now. */
@@ -769,8 +1013,7 @@ void BPF_STRUCT_OPS(sisu_stopping, struct task_struct *p, bool runnable)
 		return;
 	account_busy(c, now);
 	c->running = 0;
-	if (now > c->run_start)
-		p->scx.dsq_vtime += (now - c->run_start) * 100 / p->scx.weight;
+	charge(p, c, now);
 }
 
 /*
@@ -825,9 +1068,15 @@ void BPF_STRUCT_OPS(sisu_cpu_release, s32 cpu, struct scx_cpu_release_args *args
 	kick_idle_for_queue(cpu);
 }
 
+/* A new task starts half a slice ahead of its CPU's clock. */
 void BPF_STRUCT_OPS(sisu_enable, struct task_struct *p)
 {
-	p->scx.dsq_vtime = vtime_now;
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (tctx)
+		tctx->frame = cpu;
+	p->scx.dsq_vtime = vclock_of(cpu) + slice_ns / 2;
 }
 
 s32 BPF_STRUCT_OPS(sisu_init_task, struct task_struct *p, struct scx_init_task_args *args)
@@ -838,6 +1087,7 @@ s32 BPF_STRUCT_OPS(sisu_init_task, struct task_struct *p, struct scx_init_task_a
 	if (!tctx)
 		return -ENOMEM;
 	tctx->recent_used_cpu = -1;
+	tctx->frame = -1;
 	return 0;
 }
 

@@ -47,7 +47,9 @@ wait_state() {
 start_sched() {
 	_log=$1
 	shift
-	$SCHED "$@" >"$_log.out" 2>"$_log" &
+	# A large exit dump: if the kernel unloads the scheduler, the log says
+	# which task waited and what every CPU held.
+	$SCHED --exit-dump-len 262144 "$@" >"$_log.out" 2>"$_log" &
 	SCHED_PID=$!
 	if wait_state enabled 120; then
 		return 0
@@ -132,6 +134,12 @@ kernel_clean() {
 
 finish() {
 	check "kernel log free of sched_ext errors and stalls" kernel_clean
+	for _l in /tmp/*.log; do
+		if grep -q "triggered exit" "$_l" 2>/dev/null; then
+			echo "# the kernel unloaded the scheduler; from $_l:"
+			grep -A80 "triggered exit" "$_l" | sed 's/^/#   /'
+		fi
+	done
 	echo "$((CHECKS - FAILS)) passed, $FAILS failed"
 	[ "$FAILS" -eq 0 ]
 }

@@ -1,0 +1,216 @@
+//! Bad input on the host: every refusal is one line on stderr and a
+//! non-zero exit, never a panic, and leaves nothing behind. The checks that
+//! need a kernel without sched_ext run only on such a host (like the
+//! project's machines); the VM tests cover the rest.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_scx_sisutil");
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("cannot run scx_sisutil")
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid() has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Exits with `code` and says one line on stderr that contains `pattern`.
+fn refuses(out: &Output, code: i32, pattern: &str, what: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what}: exit status, stderr {err:?}"
+    );
+    assert_eq!(
+        err.lines().count(),
+        1,
+        "{what}: one line wanted, got {err:?}"
+    );
+    assert!(err.starts_with("scx_sisutil: "), "{what}: {err:?}");
+    assert!(err.contains(pattern), "{what}: {err:?} lacks {pattern:?}");
+    assert!(!err.contains("panicked"), "{what}: {err:?}");
+}
+
+#[test]
+fn bad_options_are_one_line_usage_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--policy", "fast"], "--policy"),
+        (&["--interval-ms", "0"], "--interval-ms"),
+        (&["--interval-ms", "99999999999"], "--interval-ms"),
+        (&["--interval-ms", "-1"], "-1"),
+        (&["--interval-ms", "often"], "--interval-ms"),
+        (&["--small-llc", "5000"], "--small-llc"),
+        (&["--small-llc", "-1"], "-1"),
+        (&["--slice-us", "0"], "--slice-us"),
+        (&["--slice-us", "99999999999"], "--slice-us"),
+        (&["--shadow", "fast"], "--shadow"),
+        (&["--stats", "0"], "--stats"),
+        (&["--monitor", "-1"], "-1"),
+        (&["--monitor", "nan"], "--monitor"),
+        (&["--no-such-option"], "--no-such-option"),
+        (&["set", "policy", "fast"], "fast"),
+        (&["set", "policy"], "POLICY"),
+        (&["set", "shadow", "builtin"], "builtin"),
+        (&["set", "small-llc", "99999"], "99999"),
+        (&["set", "colour", "red"], "colour"),
+        (&["bench", "--iterations", "0"], "--iterations"),
+        (&["bench", "--bench", "dhrystone"], "dhrystone"),
+        (&["wakebench", "--workers", "0"], "--workers"),
+        (&["wakebench", "--messengers", "100000"], "--messengers"),
+        (&["compare", "only-one.json"], "<B>"),
+    ];
+    for (args, pattern) in cases {
+        refuses(&run(args), 2, pattern, &args.join(" "));
+    }
+}
+
+#[test]
+fn inconsistent_settings_are_refused() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--policy", "prop", "--shadow", "prop"], "must differ"),
+        (&["--shadow", "builtin"], "cannot be a shadow"),
+        (&["--shadow", "prop", "--no-scan-stats"], "--no-scan-stats"),
+        (&["wakebench", "--seconds", "0"], "--seconds"),
+        (
+            &["compare", "/nonexistent/a.json", "/nonexistent/b.json"],
+            "cannot read",
+        ),
+        (&["plot", "/nonexistent/results.json"], "cannot read"),
+        (&["compare", "a.json", "b.json", "--alpha", "2"], "--alpha"),
+    ];
+    for (args, pattern) in cases {
+        refuses(&run(args), 1, pattern, &args.join(" "));
+    }
+}
+
+#[test]
+fn help_and_version_succeed() {
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["bench", "--help"],
+        &["set", "--help"],
+    ] {
+        let out = run(args);
+        assert!(out.status.success(), "{args:?}");
+        assert!(!out.stdout.is_empty());
+    }
+    let help = String::from_utf8_lossy(&run(&["--help"]).stdout).into_owned();
+    for word in ["util", "prop", "full", "none", "builtin", "--interval-ms"] {
+        assert!(help.contains(word), "--help lacks {word}");
+    }
+    assert!(
+        !help.contains("__watch-socket"),
+        "the internal command stays hidden"
+    );
+}
+
+#[test]
+fn clients_say_when_nothing_runs() {
+    if Path::new("/sys/kernel/sched_ext/state").exists()
+        && std::fs::read_to_string("/sys/kernel/sched_ext/state")
+            .is_ok_and(|s| s.trim() != "disabled")
+    {
+        return; // a scheduler is loaded here: not the case under test
+    }
+    for args in [
+        &["stats"][..],
+        &["status"],
+        &["--monitor", "1"],
+        &["reset-stats"],
+    ] {
+        refuses(
+            &run(args),
+            1,
+            "no scx_sisutil instance is running",
+            &args.join(" "),
+        );
+    }
+    if is_root() {
+        refuses(
+            &run(&["set", "policy", "prop"]),
+            1,
+            "no scx_sisutil instance",
+            "set",
+        );
+    }
+}
+
+fn as_nobody(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("cannot run scx_sisutil as nobody")
+}
+
+#[test]
+fn non_root_callers_are_refused() {
+    if !is_root() {
+        refuses(
+            &run(&["--policy", "util"]),
+            1,
+            "must run as root",
+            "scheduler",
+        );
+        return;
+    }
+    refuses(
+        &as_nobody(&["--policy", "util"]),
+        1,
+        "must run as root",
+        "scheduler as nobody",
+    );
+    refuses(
+        &as_nobody(&["set", "policy", "prop"]),
+        1,
+        "only root",
+        "set as nobody",
+    );
+    refuses(
+        &as_nobody(&[
+            "bench",
+            "--preset",
+            "quick",
+            "--arms",
+            "eevdf",
+            "--out",
+            "/tmp/sisu-nobody",
+        ]),
+        1,
+        "must run as root",
+        "bench as nobody",
+    );
+}
+
+#[test]
+fn a_kernel_without_sched_ext_is_named() {
+    if !is_root() || Path::new("/sys/kernel/sched_ext").exists() {
+        return; // only meaningful as root on a kernel without sched_ext
+    }
+    let out = run(&["--policy", "util"]);
+    refuses(&out, 1, "this kernel has no sched_ext", "scheduler");
+    assert!(
+        !Path::new("/var/run/scx/root/stats").exists(),
+        "a refused start leaves no socket behind"
+    );
+    let out = run(&[
+        "bench",
+        "--preset",
+        "quick",
+        "--arms",
+        "eevdf,util",
+        "--out",
+        "/tmp/sisu-nosx",
+    ]);
+    refuses(&out, 1, "no sched_ext", "bench");
+}

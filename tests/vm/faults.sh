@@ -1,0 +1,138 @@
+# Faults and hard cases (2 LLCs x 4 CPUs): tasks pinned to one CPU, to one
+# LLC, to a CPU set that keeps changing, SCHED_IDLE and nice 19 tasks all
+# make progress on an overloaded machine; a stopped userspace leaves BPF on
+# the last published depth without stalling anything, and the depth
+# catches up when it resumes; a CPU going offline and online again makes
+# the scheduler restart itself with the new topology.
+# shape: 2x4
+# timeout: 900
+. /tests/vm/lib.sh
+
+cat >/tmp/counter.sh <<'EOS'
+i=0
+while :; do
+	i=$((i + 1))
+	[ $((i % 20)) -eq 0 ] && echo $i >/tmp/cnt.$1
+done
+EOS
+# count NAME: the task's counter (re-read while the writer has it empty).
+count() {
+	_n=0
+	while [ $_n -lt 50 ]; do
+		_v=$(cat /tmp/cnt.$1 2>/dev/null)
+		[ -n "$_v" ] && { echo "$_v"; return; }
+		_n=$((_n + 1))
+		sleep 0.05
+	done
+	echo 0
+}
+
+# No task may wait 10 s (a third of the kernel's default watchdog).
+export SCX_TIMEOUT_MS=10000
+check "loads" start_sched /tmp/sched.log --policy util
+
+log "progress on an overloaded machine"
+hackbench -g 16 -l 100000000 >/dev/null 2>&1 &
+hb=$!
+stress-ng -c 8 -t 60 >/dev/null 2>&1 &
+sng=$!
+taskset -c 3 sh /tmp/counter.sh pinned &
+p1=$!
+taskset -c 4-7 sh /tmp/counter.sh llc &
+p2=$!
+sh /tmp/counter.sh moving &
+p3=$!
+chrt --idle 0 sh /tmp/counter.sh idle &
+p4=$!
+nice -n 19 sh /tmp/counter.sh nice &
+p5=$!
+(
+	while kill -0 $p3 2>/dev/null; do
+		for set in 0 5 1-2 4-7 3,6 7; do
+			taskset -p -c $set $p3 >/dev/null 2>&1
+			sleep 0.3
+		done
+	done
+) &
+mover=$!
+sleep 8
+for t in pinned llc moving idle nice; do eval "a_$t=$(count $t)"; done
+sleep 15
+for t in pinned llc moving idle nice; do
+	eval "a=\$a_$t"
+	b=$(count $t)
+	log "$t: $a -> $b"
+	check "the $t task made progress" [ "$b" -gt "$a" ]
+done
+check "the pinned task stayed on CPU 3" [ "$(taskset -p $p1 | sed 's/.*: //')" = 8 ]
+kill $p1 $p2 $p3 $p4 $p5 $hb $sng $mover 2>/dev/null
+wait $p1 $p2 $p3 $p4 $p5 $hb $sng $mover 2>/dev/null
+check "still loaded" [ "$(state)" = enabled ]
+
+log "weights: nice 0 and nice 19 sharing one CPU"
+rm -f /tmp/cnt.*
+taskset -c 5 sh /tmp/counter.sh n0 &
+q1=$!
+taskset -c 5 nice -n 19 sh /tmp/counter.sh n19 &
+q2=$!
+sleep 2
+a0=$(count n0)
+a19=$(count n19)
+sleep 10
+d0=$(($(count n0) - a0))
+d19=$(($(count n19) - a19))
+kill $q1 $q2
+wait $q1 $q2 2>/dev/null
+log "in 10 s: nice 0 counted $d0, nice 19 counted $d19 (weights 1024:15, about 68:1 in CPU time)"
+check "nice 19 made progress" [ "$d19" -gt 0 ]
+check "nice 0 got at least 5x the CPU of nice 19" [ "$d0" -gt $((5 * d19)) ]
+
+log "userspace stopped"
+# depth0 JSON: % of the scans that had depth 0.
+depth0() {
+	set -- $(json_array limit "$1")
+	_z=$1
+	_all=$(sum "$@")
+	echo $((100 * _z / (_all + 1)))
+}
+sleep 3
+$SCHED reset-stats >/dev/null
+kill -STOP "$SCHED_PID"
+hackbench -g 6 -l 400 >/tmp/hb.log 2>&1
+check "hackbench completes while userspace is stopped" grep -q '^Time:' /tmp/hb.log
+check "still loaded while stopped" [ "$(state)" = enabled ]
+kill -CONT "$SCHED_PID"
+stopped=$($SCHED stats --json)
+$SCHED reset-stats >/dev/null
+hackbench -g 6 -l 400 >/dev/null 2>&1
+resumed=$($SCHED stats --json)
+log "depth-0 scans under the same hackbench: $(depth0 "$stopped")% while stopped, $(depth0 "$resumed")% after resuming"
+check "while stopped, BPF kept the idle-time depth (few depth-0 scans)" [ "$(depth0 "$stopped")" -lt 10 ]
+check "after resuming, the depth follows the load again (mostly depth 0)" [ "$(depth0 "$resumed")" -gt 50 ]
+
+log "CPU hotplug"
+echo 0 >/sys/devices/system/cpu/cpu3/online
+check "CPU 3 went offline" [ "$(cat /sys/devices/system/cpu/cpu3/online)" = 0 ]
+sleep 1
+check "the scheduler restarted and is loaded again" wait_state enabled 120
+n=0
+until $SCHED stats --json >/tmp/s.json 2>/dev/null || [ $n -gt 100 ]; do sleep 0.3; n=$((n + 1)); done
+check "it asked for the restart" grep -q "restart" /tmp/sched.log
+check "its topology lost a CPU" grep -q '"topology":"2 LLCs of 3/4 CPUs' /tmp/s.json
+hackbench -g 4 -l 200 >/tmp/hb.log 2>&1
+check "hackbench runs on 7 CPUs" grep -q '^Time:' /tmp/hb.log
+echo 1 >/sys/devices/system/cpu/cpu3/online
+sleep 1
+check "loaded again after the CPU came back" wait_state enabled 120
+n=0
+until $SCHED stats --json >/tmp/s.json 2>/dev/null && grep -q 'x 4 CPUs' /tmp/s.json || [ $n -gt 100 ]; do
+	sleep 0.3
+	n=$((n + 1))
+done
+check "its topology has 2 LLCs of 4 CPUs again" grep -q '"topology":"2 LLC(s) x 4 CPUs' /tmp/s.json
+check "the process survived both restarts" kill -0 "$SCHED_PID"
+
+stop_sched TERM
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+check "state disabled" wait_state disabled 10
+finish
