@@ -72,6 +72,11 @@ pub struct RunOpts {
     #[arg(long)]
     pub no_scan_stats: bool,
 
+    /// Always wake tasks towards their previous CPU, never the waker's
+    /// (to measure what wake-affine placement brings)
+    #[arg(long)]
+    pub no_wake_affine: bool,
+
     /// Turn on the kernel's BPF run-time statistics while running, and
     /// report each op's time per call with the statistics
     #[arg(long)]
@@ -200,6 +205,7 @@ impl RunOpts {
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
             scan_stats: !self.no_scan_stats,
+            wake_affine: !self.no_wake_affine,
             bpf_stats: self.bpf_stats,
             verbose: self.verbose,
             exit_dump_len: self.exit_dump_len,

@@ -40,6 +40,7 @@ pub struct Settings {
     pub interval: Duration,
     pub slice: Duration,
     pub scan_stats: bool,
+    pub wake_affine: bool,
     pub bpf_stats: bool,
     pub verbose: bool,
     pub exit_dump_len: u32,
@@ -372,6 +373,7 @@ fn publish_topology(
     rodata.smt_on = l.smt;
     rodata.slice_ns = s.slice.as_nanos() as u64;
     rodata.stats_on = s.scan_stats;
+    rodata.wake_affine_on = s.wake_affine;
     for (i, &cpu) in flat.iter().enumerate() {
         rodata.llc_cpus[i] = cpu as i32;
     }

@@ -159,6 +159,8 @@ pub struct Metrics {
     pub topology: String,
     #[stat(desc = "Wakeups placed by select_cpu")]
     pub wakeups: u64,
+    #[stat(desc = "... whose wake target was the waker's CPU (wake-affine)")]
+    pub wake_affine: u64,
     #[stat(desc = "... on the wake target, which was idle")]
     pub wake_target: u64,
     #[stat(desc = "... on prev, which was idle")]
@@ -239,6 +241,7 @@ impl Metrics {
             elapsed_s: ctx.elapsed_s,
             topology: ctx.topology,
             wakeups: s.wakeups,
+            wake_affine: s.affine,
             wake_target: out(bpf_intf::sisu_outcome_SISU_OUT_TARGET),
             wake_prev: out(bpf_intf::sisu_outcome_SISU_OUT_PREV),
             wake_recent: out(bpf_intf::sisu_outcome_SISU_OUT_RECENT),
@@ -307,9 +310,10 @@ impl Metrics {
         let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
         writeln!(
             w,
-            "wakeups {} ({:.0}/s): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {}",
+            "wakeups {} ({:.0}/s, affine {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {}",
             self.wakeups,
             ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
+            pct(self.wake_affine),
             pct(self.wake_target),
             pct(self.wake_prev),
             pct(self.wake_recent),

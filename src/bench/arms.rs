@@ -276,7 +276,7 @@ impl Lab {
             .open(&self.log)
             .with_context(|| format!("cannot open {}", self.log.display()))?;
         let child = Command::new(&self.exe)
-            .args(["--policy", "util", "--bpf-stats"])
+            .args(["--policy", "util"])
             .args(&self.sched_args)
             .stdout(log.try_clone()?)
             .stderr(log)

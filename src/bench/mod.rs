@@ -88,7 +88,8 @@ pub struct BenchOpts {
     /// Give up on a benchmark run after this many seconds
     #[arg(long, default_value_t = 900)]
     pub run_timeout: u64,
-    /// Extra options for scx_sisutil (e.g. "--slice-us 2000")
+    /// Extra options for scx_sisutil (e.g. "--slice-us 2000"; "--bpf-stats"
+    /// adds each BPF op's run time to the report, at a cost to every op)
     #[arg(long, allow_hyphen_values = true)]
     pub scheduler_args: Option<String>,
     /// Where to write results.json, report.txt, plots/ and scheduler.log

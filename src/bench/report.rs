@@ -285,6 +285,13 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
     ]
     .map(String::from)
     .to_vec()];
+    // BPF run time is only there when the scheduler ran with --bpf-stats.
+    let timed = r.section_points(section).iter().any(|p| {
+        p.samples
+            .values()
+            .flatten()
+            .any(|s| s.stats.as_ref().is_some_and(|m| !m.ops.is_empty()))
+    });
     for p in r.section_points(section) {
         for a in &scx {
             let Some(ss) = p.samples.get(&a.name) else {
@@ -311,6 +318,11 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
                 }),
             ]);
         }
+    }
+    if !timed {
+        rows.iter_mut().for_each(|r| {
+            r.pop();
+        });
     }
     Some(format!(
         "{}{}",

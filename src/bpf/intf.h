@@ -103,6 +103,7 @@ struct sisu_cpu_ctx {
  */
 struct sisu_stats {
 	u64 wakeups;			/* select_cpu calls */
+	u64 affine;			/* ... whose target was the waker's CPU */
 	u64 outcome[SISU_NR_OUTCOMES];
 	u64 pull_llc;			/* tasks an idle CPU took from its LLC */
 	u64 pull_remote;		/* ... from another LLC */

@@ -42,6 +42,8 @@ const volatile s32 cpu_sibs[SISU_MAX_CPUS][SISU_MAX_SMT];
 
 const volatile u64 slice_ns = 3000000;
 const volatile bool stats_on = true;
+/* Wakeups may target the waker's CPU (see wake_target()). */
+const volatile bool wake_affine_on = true;
 
 /* Written by userspace at run time (see intf.h). */
 struct sisu_cfg cfg = {
@@ -64,6 +66,9 @@ struct {
 /* What the kernel keeps in task_struct and sched_entity. */
 struct task_ctx {
 	s32 recent_used_cpu;
+	s32 last_wakee;		/* pid of the task it last woke */
+	u32 wakee_flips;	/* how often it woke another task than last time */
+	u64 flips_decay_at;	/* when wakee_flips was last halved (ns) */
 	s32 frame;	/* the CPU whose clock the task's virtual time counts on */
 	u64 queued_at;	/* when it was last put in a queue (ns) */
 };
@@ -698,19 +703,126 @@ static void count_pull(bool remote)
 		st->pull_llc++;
 }
 
+/*
+ * The waker counts how often it wakes a different task than the last
+ * one, halved every second: record_wakee() in the kernel.
+ */
+static u32 record_wakee(struct task_struct *waker, const struct task_struct *wakee)
+{
+	struct task_ctx *w = bpf_task_storage_get(&task_ctxs, waker, 0, 0);
+	u64 now = bpf_ktime_get_ns();
+
+	if (!w)
+		return 0;
+	if (now - w->flips_decay_at > 1000000000ULL) {
+		w->wakee_flips >>= 1;
+		w->flips_decay_at = now;
+	}
+	if (w->last_wakee != wakee->pid) {
+		w->last_wakee = wakee->pid;
+		w->wakee_flips++;
+	}
+	return w->wakee_flips;
+}
+
+/*
+ * wake_wide(): a waker that switches between many wakees (at least an
+ * LLC's worth, more than its wakee switches by that factor again) serves
+ * many-to-one work, and pulling all of its wakees to its own CPU would
+ * pile them up there: such wakeups stay with prev.
+ */
+static bool wake_wide(const struct task_struct *p, u32 master, s32 this_cpu)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, (struct task_struct *)p, 0, 0);
+	u32 slave = tctx ? tctx->wakee_flips : 0, factor = width_of(llc_of(this_cpu));
+
+	if (master < slave) {
+		u32 t = master;
+
+		master = slave;
+		slave = t;
+	}
+	return slave >= factor && master >= slave * factor;
+}
+
+/* What a CPU runs and queues, as the kernel's nr_running: the load here. */
+static u32 nr_running(s32 cpu, bool current_cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	s32 n = scx_bpf_dsq_nr_queued(cpu);
+
+	if (current_cpu)
+		n += scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+	if (c && c->running)
+		n++;
+	return n > 0 ? n : 0;
+}
+
+/*
+ * The wake target, wake_affine() for a task woken from another CPU: the
+ * waker's CPU (this) rather than prev when this is idle and prev is not
+ * (in one LLC), when a synchronous waker is all this runs (it is about to
+ * sleep, and the wakee will find its data in this cache), or when this is
+ * less loaded than prev. The kernel weighs PELT load; the count of tasks
+ * run and queued stands in for it here, with the kernel's margin for
+ * prev (imbalance_pct 117: prev wins unless this has ~8% less). A task
+ * that runs many-to-one (wake_wide()) stays with prev.
+ */
+static s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
+{
+	struct task_struct *waker = bpf_get_current_task_btf();
+	s32 this = bpf_get_smp_processor_id();
+	bool sync = wake_flags & SCX_WAKE_SYNC;
+	const struct cpumask *idle;
+	bool this_idle, prev_idle;
+	u32 flips, this_load, prev_load;
+
+	if (!wake_affine_on || !(wake_flags & SCX_WAKE_TTWU))
+		return prev;
+	flips = record_wakee(waker, p);
+	if (this == prev || !allowed(p, this) || wake_wide(p, flips, this))
+		return prev;
+
+	idle = scx_bpf_get_idle_cpumask();
+	this_idle = bpf_cpumask_test_cpu(this, idle);
+	prev_idle = bpf_cpumask_test_cpu(prev, idle);
+	scx_bpf_put_idle_cpumask(idle);
+
+	/* wake_affine_idle() */
+	if (this_idle && share_llc(this, prev))
+		return prev_idle ? prev : this;
+	this_load = nr_running(this, true);
+	if (sync && this_load == 1)
+		return this;
+	if (prev_idle)
+		return prev;
+
+	/* wake_affine_weight(), in tasks instead of load */
+	if (sync && this_load > 0)
+		this_load--;
+	prev_load = nr_running(prev, false);
+	return this_load * 100 * 2 < prev_load * (100 + 117) ? this : prev;
+}
+
 s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	u32 pol = active_policy();
 	struct sisu_stats *st = stats_of(pol);
 	struct pick pk;
+	s32 target;
 
-	if (pol == SISU_POL_BUILTIN)
+	if (pol == SISU_POL_BUILTIN) {
 		pick_builtin(p, prev_cpu, wake_flags, &pk);
-	else
-		select_idle_sibling(p, prev_cpu, prev_cpu, pol, st, &pk);
+		target = prev_cpu;
+	} else {
+		target = wake_target(p, prev_cpu, wake_flags);
+		select_idle_sibling(p, prev_cpu, target, pol, st, &pk);
+	}
 
 	if (st) {
 		st->wakeups++;
+		if (target != prev_cpu)
+			st->affine++;
 		u64 *n = MEMBER_VPTR(st->outcome, [pk.outcome]);
 
 		if (n)
@@ -784,6 +896,15 @@ static u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
 	return p->scx.dsq_vtime;
 }
 
+static bool cpu_idle_now(s32 cpu)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool yes = bpf_cpumask_test_cpu(cpu, idle);
+
+	scx_bpf_put_idle_cpumask(idle);
+	return yes;
+}
+
 /*
  * No idle CPU was found (or the task skipped select_cpu): queue it on its
  * CPU, ordered by virtual time.
@@ -797,8 +918,12 @@ void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 	if (tctx)
 		tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(p), vtime, enq_flags);
-	/* The CPU may have gone idle since select_cpu looked. */
-	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	/*
+	 * The CPU may have gone idle since select_cpu looked. A kick costs an
+	 * interrupt even when it finds the CPU busy, so look first.
+	 */
+	if (cpu != bpf_get_smp_processor_id() && cpu_idle_now(cpu))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
 /*
@@ -1088,6 +1213,7 @@ s32 BPF_STRUCT_OPS(sisu_init_task, struct task_struct *p, struct scx_init_task_a
 		return -ENOMEM;
 	tctx->recent_used_cpu = -1;
 	tctx->frame = -1;
+	tctx->last_wakee = -1;
 	return 0;
 }
 
