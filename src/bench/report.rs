@@ -334,6 +334,72 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
 }
 
 /// The whole report.
+/// Adds `b`'s histogram counts to `a`'s, slot by slot.
+fn add_hist(a: &mut Vec<u64>, b: &[u64]) {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+}
+
+/// The scan counters of several runs of one arm, summed: what the seed's
+/// tables count.
+fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
+    let mut t = runs.next()?.clone();
+    for m in runs {
+        t.scans += m.scans;
+        t.idle_found += m.idle_found;
+        t.idle_missed += m.idle_missed;
+        t.no_idle += m.no_idle;
+        t.no_idle_found += m.no_idle_found;
+        t.shadow_both += m.shadow_both;
+        t.shadow_active_only += m.shadow_active_only;
+        t.shadow_shadow_only += m.shadow_shadow_only;
+        t.shadow_neither += m.shadow_neither;
+        add_hist(&mut t.examined, &m.examined);
+        add_hist(&mut t.limit, &m.limit);
+        add_hist(&mut t.shadow_limit, &m.shadow_limit);
+    }
+    Some(t)
+}
+
+/// The seed's explanatory tables (found-rate, the "able to find" matrix
+/// against the shadow policy, "CPU Searched | Count"), summed over the
+/// iterations, for the arms that ran with a shadow policy
+/// (`--scheduler-args "--shadow prop"`): the runs made to explain.
+pub fn seed_tables(r: &Results, section: &str) -> Option<String> {
+    let mut out = String::new();
+    for p in r.section_points(section) {
+        for (arm, samples) in &p.samples {
+            let Some(m) = summed(samples.iter().filter_map(|s| s.stats.as_ref())) else {
+                continue;
+            };
+            if m.shadow.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "{} {}, arm {arm} (shadow {}), {} scans:\n{}\n{}\n{}",
+                section,
+                p.point.label,
+                m.shadow,
+                m.scans,
+                m.found_table(),
+                m.shadow_table(),
+                m.hist_table()
+            );
+        }
+    }
+    (!out.is_empty()).then(|| {
+        format!(
+            "{}{out}",
+            banner(&format!(
+                "{section}: the seed's tables (sums over iterations)"
+            ))
+        )
+    })
+}
+
 pub fn text(r: &Results) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -355,6 +421,9 @@ pub fn text(r: &Results) -> String {
             let _ = writeln!(out, "\n{}", metric_table(r, &section, m));
         }
         if let Some(t) = scan_table(r, &section) {
+            let _ = writeln!(out, "\n{t}");
+        }
+        if let Some(t) = seed_tables(r, &section) {
             let _ = writeln!(out, "\n{t}");
         }
     }
@@ -566,6 +635,44 @@ pub mod tests {
         assert!(row.contains("75.00"), "{row}");
         assert!(row.contains("50.00"), "{row}");
         assert!(row.contains("2.000") && row.contains("0.400"), "{row}");
+    }
+
+    #[test]
+    fn seed_tables_only_for_shadow_runs_and_summed() {
+        let mut r = results();
+        assert!(seed_tables(&r, "hackbench process socket").is_none());
+        for p in &mut r.points {
+            for s in p.samples.get_mut("util").unwrap() {
+                let m = s.stats.as_mut().unwrap();
+                m.shadow = "prop".into();
+                m.shadow_both = 2;
+                m.shadow_shadow_only = 1;
+                m.shadow_limit = vec![0, 0, 0, 0, 10];
+            }
+        }
+        let t = seed_tables(&r, "hackbench process socket").unwrap();
+        let block = t.split("16-groups").nth(1).unwrap();
+        // Three iterations: 3 x (found 3, missed 1, both 2, prop only 1,
+        // examined 6 at depth 0, prop's limit 10 at >= 4).
+        let row = |a: &str, b: &str, n: &str| {
+            block.lines().any(|l| {
+                let c: Vec<&str> = l
+                    .split('|')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .collect();
+                c == [a, b, n] || c == ["1", a, b, n]
+            })
+        };
+        assert!(row("1", "1", "9"), "{block}");
+        assert!(row("1", "0", "3"), "{block}");
+        assert!(row("1", "1", "6"), "matrix: both found, {block}");
+        assert!(row("0", "1", "3"), "matrix: prop only, {block}");
+        assert!(block.contains("30 scans"), "{block}");
+        assert!(
+            block.lines().any(|l| l.contains(">=4") && l.contains("30")),
+            "{block}"
+        );
     }
 
     #[test]

@@ -726,10 +726,10 @@ static u32 record_wakee(struct task_struct *waker, const struct task_struct *wak
 }
 
 /*
- * wake_wide(): a waker that switches between many wakees (at least an
- * LLC's worth, more than its wakee switches by that factor again) serves
- * many-to-one work, and pulling all of its wakees to its own CPU would
- * pile them up there: such wakeups stay with prev.
+ * wake_wide(): when one of waker and wakee switches partners at least an
+ * LLC's width of times and the other that many times more again, they
+ * are part of a one-to-many fan-out, and pulling every wakee to the
+ * waker's CPU would pile them up there: such wakeups stay with prev.
  */
 static bool wake_wide(const struct task_struct *p, u32 master, s32 this_cpu)
 {

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The seed's study on a current kernel: SIS_UTIL against SIS_PROP (and
+# EEVDF, the small-LLC rule, full and builtin) on the seed's LLC shapes,
+# in VMs, with the seed's benchmark families and explanatory tables.
+#
+#   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--out DIR]
+#
+# For every shape it makes two runs with scripts/ab.sh:
+#   DIR/<shape>/ab      every arm: hackbench 1..16 groups, tbench 1 client to
+#                       4x the CPUs, the wakeup-latency benchmark
+#   DIR/<shape>/shadow  util with prop as its shadow policy: the seed's
+#                       "able to find" matrix and "CPU searched" histograms
+#                       for hackbench 1 and 16 groups and tbench at 4x the CPUs
+# Each holds results.json, report.txt and plots/. Under TCG on a small host
+# the full study takes hours; --quick runs tiny sizes to check it end to end.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+SHAPES=1x16,2x8,1x8x2
+OUT=results/study
+PRESET=vm
+ITER=3
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--quick) PRESET=quick; ITER=2; shift ;;
+	--shapes) SHAPES=$2; shift 2 ;;
+	--out) OUT=$2; shift 2 ;;
+	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "study.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+# cpus SHAPE: how many CPUs an LxC[xT] shape has.
+cpus() {
+	local l c t
+	IFS=x read -r l c t <<<"$1"
+	echo $((l * c * ${t:-1}))
+}
+
+IFS=, read -r -a shapes <<<"$SHAPES"
+for shape in "${shapes[@]}"; do
+	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ ]] || {
+		echo "study.sh: bad shape $shape (LxC or LxCxT)" >&2
+		exit 2
+	}
+done
+
+for shape in "${shapes[@]}"; do
+	n=$(cpus "$shape")
+	echo "=== $shape ($n CPUs): all arms"
+	scripts/ab.sh --shape "$shape" --out "$OUT/$shape/ab" -- \
+		--preset "$PRESET" --iterations "$ITER" \
+		--arms eevdf,util,prop,util-small,full,builtin \
+		--bench hackbench,tbench,wakeup --groups 1,2,4,8,16
+	echo "=== $shape ($n CPUs): util with prop as its shadow"
+	scripts/ab.sh --shape "$shape" --out "$OUT/$shape/shadow" -- \
+		--preset "$PRESET" --iterations "$ITER" --arms util \
+		--scheduler-args "--shadow prop" \
+		--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
+done
+echo "study.sh: results in $OUT/<shape>/{ab,shadow}"
