@@ -78,5 +78,4 @@ check "hackbench wakeups were counted" [ "$w" -gt 1000 ]
 
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
-check "kernel log free of sched_ext errors and stalls" kernel_clean
 finish
