@@ -6,13 +6,16 @@
 #   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--out DIR]
 #
 # For every shape it makes two runs with scripts/ab.sh:
-#   DIR/<shape>/ab      every arm: hackbench 1..16 groups, tbench 1 client to
-#                       4x the CPUs, the wakeup-latency benchmark
+#   DIR/<shape>/ab      every arm: hackbench (processes, pipes) 1..16 groups,
+#                       tbench 1 client to 4x the CPUs, the wakeup-latency
+#                       benchmark with 1 worker per message thread up to the
+#                       CPUs
 #   DIR/<shape>/shadow  util with prop as its shadow policy: the seed's
 #                       "able to find" matrix and "CPU searched" histograms
 #                       for hackbench 1 and 16 groups and tbench at 4x the CPUs
-# Each holds results.json, report.txt and plots/. Under TCG on a small host
-# the full study takes hours; --quick runs tiny sizes to check it end to end.
+# Each holds results.json, report.txt and plots/. The sizes fit a 2-core host
+# running 16-vCPU VMs under TCG: about 35 minutes a shape. --quick runs tiny
+# sizes to check it end to end.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,6 +41,11 @@ cpus() {
 	echo $((l * c * ${t:-1}))
 }
 
+# list N...: the distinct positive Ns, ascending, comma-separated.
+list() {
+	printf '%s\n' "$@" | awk '$1 > 0' | sort -nu | paste -sd, -
+}
+
 IFS=, read -r -a shapes <<<"$SHAPES"
 for shape in "${shapes[@]}"; do
 	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ ]] || {
@@ -48,11 +56,15 @@ done
 
 for shape in "${shapes[@]}"; do
 	n=$(cpus "$shape")
+	sizes=(--groups 1,2,4,8,16 --modes process --ipc pipe
+		--clients "$(list 1 $((n / 4)) "$n" $((4 * n)))" --tbench-secs 3
+		--workers "$(list 1 $((n / 4)) "$n")")
+	[[ $PRESET == quick ]] && sizes=()
 	echo "=== $shape ($n CPUs): all arms"
 	scripts/ab.sh --shape "$shape" --out "$OUT/$shape/ab" -- \
 		--preset "$PRESET" --iterations "$ITER" \
 		--arms eevdf,util,prop,util-small,full,builtin \
-		--bench hackbench,tbench,wakeup --groups 1,2,4,8,16
+		--bench hackbench,tbench,wakeup "${sizes[@]}"
 	echo "=== $shape ($n CPUs): util with prop as its shadow"
 	scripts/ab.sh --shape "$shape" --out "$OUT/$shape/shadow" -- \
 		--preset "$PRESET" --iterations "$ITER" --arms util \

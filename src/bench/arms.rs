@@ -147,6 +147,21 @@ fn stop_child(child: &mut Child, grace: Duration) -> bool {
     }
 }
 
+/// What entering an arm took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Switch {
+    /// The arm was already in place.
+    Stay,
+    /// A policy change in the running scx_sisutil, through its socket: the
+    /// same switch a user makes, so the run that follows measures the policy
+    /// as it takes over.
+    Live,
+    /// A scheduler was loaded or unloaded: every task moved between
+    /// schedulers and the utilisation sums start from nothing, a transient
+    /// the warm-up run absorbs.
+    Reload,
+}
+
 /// The machine's state for the arms, and putting it back.
 pub struct Lab {
     exe: PathBuf,
@@ -199,10 +214,11 @@ impl Lab {
     }
 
     /// Puts the machine into `arm`'s state; true if anything changed.
-    pub fn enter(&mut self, arm: &Arm) -> Result<bool> {
+    pub fn enter(&mut self, arm: &Arm) -> Result<Switch> {
         if self.current.as_deref() == Some(arm.name.as_str()) && self.healthy(arm).is_ok() {
-            return Ok(false);
+            return Ok(Switch::Stay);
         }
+        let was_scx = self.sched.is_some();
         match &arm.kind {
             ArmKind::Eevdf => {
                 self.stop_external()?;
@@ -232,8 +248,9 @@ impl Lab {
                 self.start_external(&arm.name, command)?;
             }
         }
+        let live = was_scx && matches!(arm.kind, ArmKind::Scx { .. });
         self.current = Some(arm.name.clone());
-        Ok(true)
+        Ok(if live { Switch::Live } else { Switch::Reload })
     }
 
     /// Whether the arm's state still holds (a scheduler may have been

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 
-use arms::{Arm, ArmKind, Lab};
+use arms::{Arm, ArmKind, Lab, Switch};
 use report::{Env, Method, PointResult, Results, Sample, FORMAT};
 use workload::{Family, Matrix, Point};
 
@@ -76,7 +76,7 @@ pub struct BenchOpts {
     /// up to the CPUs)
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub workers: Option<Vec<u64>>,
-    /// Discard no warm-up run after a switch
+    /// Discard no warm-up run after a scheduler load or unload
     #[arg(long)]
     pub no_warmup: bool,
     /// Seconds to let the scheduler settle after it reports enabled
@@ -483,10 +483,10 @@ fn run_matrix(
                 if stop.load(Ordering::Relaxed) {
                     bail!("interrupted");
                 }
-                let switched = lab
+                let switch = lab
                     .enter(arm)
                     .with_context(|| format!("cannot set up arm {}", arm.name))?;
-                if switched && !opts.no_warmup {
+                if switch == Switch::Reload && !opts.no_warmup {
                     run_point(point, exe, &run_log, timeout, stop).context("warm-up run")?;
                 }
                 if arm.is_scx() {

@@ -45,7 +45,7 @@ impl Method {
              * = significant by Welch's t-test at p < {}",
             self.iterations,
             if self.warmup {
-                ", a warm-up run discarded after every switch"
+                ", a warm-up run discarded after every scheduler load or unload"
             } else {
                 ""
             },
