@@ -38,8 +38,11 @@ args=""
 for a in "$@"; do
 	args+=" '${a//\'/\'\\\'\'}'"
 done
+# The guest kernel's console stays beside the results (ignored by git): the
+# first place to look when a run stops.
+mkdir -p "$OUT"
 set +e
-scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" -- \
+scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" --console "$OUT/console.log" -- \
 	"scx_sisutil bench --out /results$args"
 rc=$?
 set -e

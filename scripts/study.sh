@@ -13,9 +13,16 @@
 #   DIR/<shape>/shadow  util with prop as its shadow policy: the seed's
 #                       "able to find" matrix and "CPU searched" histograms
 #                       for hackbench 1 and 16 groups and tbench at 4x the CPUs
-# Each holds results.json, report.txt and plots/. The sizes fit a 2-core host
-# running 16-vCPU VMs under TCG: about 35 minutes a shape. --quick runs tiny
-# sizes to check it end to end.
+# Each holds results.json, report.txt and plots/; DIR/summary.md and
+# DIR/plots put all shapes side by side (scx_sisutil study-summary). The
+# sizes fit a 2-core host running 16-vCPU VMs under TCG: about 25 minutes a
+# shape. --quick runs tiny sizes to check it end to end.
+#
+# Every arm runs the whole matrix in turn, once per iteration
+# (--interleave iteration), so the scheduler loads once per iteration
+# instead of at every point: loading patches kernel text, and 16 vCPUs
+# under TCG have crashed on it (an int3 oops in sched_tick just after
+# "enabled", about once in 20 loads). A run whose guest died is retried.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,6 +53,18 @@ list() {
 	printf '%s\n' "$@" | awk '$1 > 0' | sort -nu | paste -sd, -
 }
 
+# ab ARGS...: scripts/ab.sh, again when the guest died (exit 125).
+ab() {
+	local attempt rc
+	for attempt in 1 2 3; do
+		rc=0
+		scripts/ab.sh "$@" || rc=$?
+		((rc == 125)) || return "$rc"
+		echo "study.sh: the guest died (attempt $attempt of 3)" >&2
+	done
+	return 125
+}
+
 IFS=, read -r -a shapes <<<"$SHAPES"
 for shape in "${shapes[@]}"; do
 	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ ]] || {
@@ -61,14 +80,15 @@ for shape in "${shapes[@]}"; do
 		--workers "$(list 1 $((n / 4)) "$n")")
 	[[ $PRESET == quick ]] && sizes=()
 	echo "=== $shape ($n CPUs): all arms"
-	scripts/ab.sh --shape "$shape" --out "$OUT/$shape/ab" -- \
-		--preset "$PRESET" --iterations "$ITER" \
+	ab --shape "$shape" --out "$OUT/$shape/ab" -- \
+		--preset "$PRESET" --iterations "$ITER" --interleave iteration \
 		--arms eevdf,util,prop,util-small,full,builtin \
 		--bench hackbench,tbench,wakeup "${sizes[@]}"
 	echo "=== $shape ($n CPUs): util with prop as its shadow"
-	scripts/ab.sh --shape "$shape" --out "$OUT/$shape/shadow" -- \
+	ab --shape "$shape" --out "$OUT/$shape/shadow" -- \
 		--preset "$PRESET" --iterations "$ITER" --arms util \
 		--scheduler-args "--shadow prop" \
 		--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 done
-echo "study.sh: results in $OUT/<shape>/{ab,shadow}"
+target/release/scx_sisutil study-summary "$OUT"
+echo "study.sh: results in $OUT/<shape>/{ab,shadow}, the summary in $OUT/summary.md"

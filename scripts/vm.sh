@@ -259,7 +259,7 @@ timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
 	-serial "file:$WORK/results.b64" \
-	</dev/null 2>"$WORK/qemu.err" | tr -d '\r' | tee "$out" | grep -v '^@@SISU-EXIT '
+	</dev/null 2>"$WORK/qemu.err" | stdbuf -oL tr -d '\r' | tee "$out" | grep --line-buffered -v '^@@SISU-EXIT '
 qemu_rc=${PIPESTATUS[0]}
 set -e
 

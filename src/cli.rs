@@ -126,6 +126,9 @@ pub enum Cmd {
         #[arg(long)]
         out: Option<std::path::PathBuf>,
     },
+    /// Summarize a study (scripts/study.sh's folder): DIR/summary.md, with
+    /// every shape's results and search figures, and DIR/plots
+    StudySummary { dir: std::path::PathBuf },
     /// The wakeup-latency workload: message threads waking worker threads
     Wakebench(crate::wakebench::Config),
     /// Internal: removes the socket once the scheduler that started it ends

@@ -141,6 +141,11 @@ fn run(opts: Opts) -> Result<()> {
             bench::compare(&a, &b, alpha)
         }
         Some(Cmd::Plot { results, out }) => bench::replot(&results, out.as_deref()),
+        Some(Cmd::StudySummary { dir }) => {
+            let path = bench::study::summarize(&dir)?;
+            println!("{}", path.display());
+            Ok(())
+        }
         Some(Cmd::Wakebench(cfg)) => wakebench::main(&cfg),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);

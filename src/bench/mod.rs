@@ -8,6 +8,7 @@ pub mod arms;
 pub mod plot;
 pub mod report;
 pub mod stat;
+pub mod study;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 
 use arms::{Arm, ArmKind, Lab, Switch};
-use report::{Env, Method, PointResult, Results, Sample, FORMAT};
+use report::{Env, Interleave, Method, PointResult, Results, Sample, FORMAT};
 use workload::{Family, Matrix, Point};
 
 /// Sizes of the matrix for where it runs.
@@ -76,6 +77,10 @@ pub struct BenchOpts {
     /// up to the CPUs)
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub workers: Option<Vec<u64>>,
+    /// Order of the runs: point (each point's arms back to back) or
+    /// iteration (each arm over the whole matrix, once per iteration)
+    #[arg(long, value_enum, default_value_t = Interleave::Point)]
+    pub interleave: Interleave,
     /// Discard no warm-up run after a scheduler load or unload
     #[arg(long)]
     pub no_warmup: bool,
@@ -417,6 +422,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         },
         method: Method {
             iterations,
+            interleave: opts.interleave,
             warmup: !opts.no_warmup,
             settle_s: opts.settle_secs,
             alpha: opts.alpha,
@@ -473,65 +479,68 @@ fn run_matrix(
     let started = Instant::now();
     let mut done = 0usize;
 
-    for point in points {
-        results.points.push(PointResult {
+    results.points = points
+        .iter()
+        .map(|point| PointResult {
             point: point.clone(),
             samples: BTreeMap::new(),
-        });
-        for it in 0..iterations {
-            for arm in &arms {
-                if stop.load(Ordering::Relaxed) {
-                    bail!("interrupted");
-                }
-                let switch = lab
-                    .enter(arm)
-                    .with_context(|| format!("cannot set up arm {}", arm.name))?;
-                if switch == Switch::Reload && !opts.no_warmup {
-                    run_point(point, exe, &run_log, timeout, stop).context("warm-up run")?;
-                }
-                if arm.is_scx() {
-                    lab.reset_stats()?;
-                }
-                let (values, wall_s) = run_point(point, exe, &run_log, timeout, stop)?;
-                lab.healthy(arm)
-                    .with_context(|| format!("{} under {}", point.label, arm.name))?;
-                let stats = if arm.is_scx() {
-                    Some(lab.fetch_stats()?)
-                } else {
-                    None
-                };
-                let lead = &point.metrics[0];
-                done += 1;
-                let left = started
-                    .elapsed()
-                    .mul_f64((total - done) as f64 / done as f64);
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "[{done:>4}/{total}] {} {}, iteration {}/{iterations}, {}: {} = {:.3} {} (elapsed {}, ~{} left)",
-                    point.section,
-                    point.label,
-                    it + 1,
-                    arm.name,
-                    lead.name,
-                    values.get(&lead.name).copied().unwrap_or(f64::NAN),
-                    lead.unit,
-                    fmt_duration(started.elapsed()),
-                    fmt_duration(left)
-                );
-                if let Some(pr) = results.points.last_mut() {
-                    pr.samples
-                        .entry(arm.name.clone())
-                        .or_default()
-                        .push(Sample {
-                            iteration: it,
-                            values,
-                            wall_s,
-                            stats,
-                        });
-                }
-                results.save(&out.join("results.json"))?;
-            }
+        })
+        .collect();
+    for (p, it, a) in results
+        .method
+        .interleave
+        .order(points.len(), iterations, arms.len())
+    {
+        let (point, arm) = (&points[p], &arms[a]);
+        if stop.load(Ordering::Relaxed) {
+            bail!("interrupted");
         }
+        let switch = lab
+            .enter(arm)
+            .with_context(|| format!("cannot set up arm {}", arm.name))?;
+        if switch == Switch::Reload && !opts.no_warmup {
+            run_point(point, exe, &run_log, timeout, stop).context("warm-up run")?;
+        }
+        if arm.is_scx() {
+            lab.reset_stats()?;
+        }
+        let (values, wall_s) = run_point(point, exe, &run_log, timeout, stop)?;
+        lab.healthy(arm)
+            .with_context(|| format!("{} under {}", point.label, arm.name))?;
+        let stats = if arm.is_scx() {
+            Some(lab.fetch_stats()?)
+        } else {
+            None
+        };
+        let lead = &point.metrics[0];
+        done += 1;
+        let left = started
+            .elapsed()
+            .mul_f64((total - done) as f64 / done as f64);
+        let _ = writeln!(
+            std::io::stderr(),
+            "[{done:>4}/{total}] {} {}, iteration {}/{iterations}, {}: {} = {:.3} {} (elapsed {}, ~{} left)",
+            point.section,
+            point.label,
+            it + 1,
+            arm.name,
+            lead.name,
+            values.get(&lead.name).copied().unwrap_or(f64::NAN),
+            lead.unit,
+            fmt_duration(started.elapsed()),
+            fmt_duration(left)
+        );
+        results.points[p]
+            .samples
+            .entry(arm.name.clone())
+            .or_default()
+            .push(Sample {
+                iteration: it,
+                values,
+                wall_s,
+                stats,
+            });
+        results.save(&out.join("results.json"))?;
     }
     Ok(())
 }

@@ -27,9 +27,50 @@ pub struct Env {
     pub command_line: Vec<String>,
 }
 
+/// The order of the runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Interleave {
+    /// At every point, each iteration runs all arms back to back: arms
+    /// meet the same conditions within seconds, but every iteration of
+    /// every point loads the scheduler again after the kernel's arm
+    #[default]
+    Point,
+    /// Each iteration runs every arm over the whole matrix, arm after arm:
+    /// one scheduler load per iteration, for guests where loading is slow
+    /// or risky (many vCPUs under software emulation)
+    Iteration,
+}
+
+impl Interleave {
+    /// The runs in order: (point, iteration, arm) indices.
+    pub fn order(self, points: usize, iterations: u32, arms: usize) -> Vec<(usize, u32, usize)> {
+        let mut out = Vec::with_capacity(points * iterations as usize * arms);
+        match self {
+            Interleave::Point => {
+                for p in 0..points {
+                    for it in 0..iterations {
+                        out.extend((0..arms).map(|a| (p, it, a)));
+                    }
+                }
+            }
+            Interleave::Iteration => {
+                for it in 0..iterations {
+                    for a in 0..arms {
+                        out.extend((0..points).map(|p| (p, it, a)));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Method {
     pub iterations: u32,
+    #[serde(default)]
+    pub interleave: Interleave,
     pub warmup: bool,
     pub settle_s: f64,
     pub alpha: f64,
@@ -40,10 +81,14 @@ pub struct Method {
 impl Method {
     pub fn describe(&self) -> String {
         format!(
-            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point{}; \
+            "mean +- sample stddev of {} iteration(s); {}{}; \
              pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
              * = significant by Welch's t-test at p < {}",
             self.iterations,
+            match self.interleave {
+                Interleave::Point => "arms interleaved in every iteration of every point",
+                Interleave::Iteration => "every arm in turn over the whole matrix in every iteration",
+            },
             if self.warmup {
                 ", a warm-up run discarded after every scheduler load or unload"
             } else {
@@ -163,7 +208,7 @@ fn cell(vals: &[f64], base: &[f64], better: Better, alpha: f64, is_base: bool) -
     )
 }
 
-fn num(v: f64) -> String {
+pub fn num(v: f64) -> String {
     if v.abs() >= 1000.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
@@ -253,7 +298,7 @@ fn mean_of(samples: &[Sample], f: impl Fn(&Metrics) -> f64) -> Option<f64> {
 }
 
 /// Mean of a histogram's index, weighted by its counts.
-fn hist_mean(h: &[u64]) -> f64 {
+pub fn hist_mean(h: &[u64]) -> f64 {
     let n: u64 = h.iter().sum();
     if n == 0 {
         return 0.0;
@@ -577,6 +622,7 @@ pub mod tests {
             },
             method: Method {
                 iterations: 3,
+                interleave: Interleave::Point,
                 warmup: true,
                 settle_s: 2.0,
                 alpha: 0.05,
@@ -596,6 +642,29 @@ pub mod tests {
             ],
             incomplete: None,
         }
+    }
+
+    #[test]
+    fn run_orders() {
+        assert_eq!(
+            Interleave::Point.order(2, 2, 2),
+            [
+                (0, 0, 0),
+                (0, 0, 1),
+                (0, 1, 0),
+                (0, 1, 1),
+                (1, 0, 0),
+                (1, 0, 1),
+                (1, 1, 0),
+                (1, 1, 1)
+            ]
+        );
+        let it = Interleave::Iteration.order(2, 2, 3);
+        assert_eq!(it.len(), 12);
+        assert_eq!(&it[..4], [(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
+        // An arm changes once per arm and iteration, not at every run.
+        let switches = it.windows(2).filter(|w| w[0].2 != w[1].2).count();
+        assert_eq!(switches, 2 * 3 - 1);
     }
 
     #[test]

@@ -1,0 +1,414 @@
+//! The study's summary: every shape's runs, as scripts/study.sh lays them
+//! out (`DIR/<shape>/ab` with every arm, `DIR/<shape>/shadow` with util
+//! shadowed by prop), on one Markdown page. Per point it sets the
+//! benchmark result beside what the seed explained it with (how often a
+//! wakeup found an idle CPU, how deep the scans went, what they cost),
+//! adds the seed's own tables from the shadow run, and draws the
+//! found-rate, the depth and the idle placements per shape.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::plot::Chart;
+use super::report::{self, Results, Sample};
+use super::stat;
+use crate::stats::Metrics;
+
+/// One shape's runs.
+struct Shape {
+    name: String,
+    ab: Results,
+    shadow: Option<Results>,
+}
+
+/// The shapes under `dir`, in the order the study runs them when known.
+fn shapes(dir: &Path) -> Result<Vec<Shape>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("ab/results.json").is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    let rank = |n: &str| ["1x16", "2x8", "1x8x2"].iter().position(|s| *s == n);
+    names.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    if names.is_empty() {
+        bail!(
+            "{} holds no study runs (expected <shape>/ab/results.json, as scripts/study.sh writes)",
+            dir.display()
+        );
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let base = dir.join(&name);
+            let shadow = base.join("shadow/results.json");
+            Ok(Shape {
+                ab: Results::load(&base.join("ab/results.json"))?,
+                shadow: if shadow.is_file() {
+                    Some(Results::load(&shadow)?)
+                } else {
+                    None
+                },
+                name,
+            })
+        })
+        .collect()
+}
+
+/// Share of `part` in `whole`, in %.
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// What a run's counters say about the search, each a mean over the
+/// iterations: the columns of the summary and the series of its charts.
+#[derive(Clone, Copy)]
+enum Search {
+    OnIdle,
+    Scanned,
+    Found,
+    DepthZero,
+    Limit,
+    Examined,
+    ScanNs,
+}
+
+impl Search {
+    const ALL: [Search; 7] = [
+        Search::OnIdle,
+        Search::Scanned,
+        Search::Found,
+        Search::DepthZero,
+        Search::Limit,
+        Search::Examined,
+        Search::ScanNs,
+    ];
+
+    fn head(self) -> &'static str {
+        match self {
+            Search::OnIdle => "on idle %",
+            Search::Scanned => "scanned %",
+            Search::Found => "found %",
+            Search::DepthZero => "depth 0 %",
+            Search::Limit => "limit",
+            Search::Examined => "examined",
+            Search::ScanNs => "scan ns",
+        }
+    }
+
+    fn of(self, m: &Metrics) -> f64 {
+        match self {
+            // Wakeups that did not have to queue behind a running task.
+            Search::OnIdle => pct(m.wakeups.saturating_sub(m.wake_busy), m.wakeups),
+            Search::Scanned => pct(m.scans, m.wakeups),
+            Search::Found => m.found_rate(),
+            Search::DepthZero => pct(m.limit.first().copied().unwrap_or(0), m.scans),
+            Search::Limit => report::hist_mean(&m.limit),
+            Search::Examined => report::hist_mean(&m.examined),
+            Search::ScanNs => m.scan_ns_mean,
+        }
+    }
+
+    /// Mean over a point's runs of one arm; None without counters, or for
+    /// a scan figure of an arm that never scanned.
+    fn mean(self, samples: &[Sample]) -> Option<f64> {
+        let ms: Vec<&Metrics> = samples.iter().filter_map(|s| s.stats.as_ref()).collect();
+        let scanned = ms.iter().any(|m| m.scans > 0);
+        if ms.is_empty() || (!scanned && !matches!(self, Search::OnIdle | Search::Scanned)) {
+            return None;
+        }
+        Some(stat::mean(
+            &ms.iter().map(|m| self.of(m)).collect::<Vec<_>>(),
+        ))
+    }
+}
+
+fn fixed(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "-".into(),
+    }
+}
+
+/// A Markdown table.
+fn table(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|", head.join(" | "));
+    out.push_str(&"---|".repeat(head.len()));
+    out.push('\n');
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out
+}
+
+/// One section of an A/B run: per point and arm, the result against the
+/// baseline and the search figures.
+fn section_table(r: &Results, section: &str) -> String {
+    let pts = r.section_points(section);
+    let Some(metric) = pts.first().and_then(|p| p.point.metrics.first()) else {
+        return String::new();
+    };
+    let base = &r.method.baseline;
+    let mut head = vec![
+        "point".to_string(),
+        "arm".to_string(),
+        format!("{} ({})", metric.name, metric.unit),
+        format!("vs {base}"),
+    ];
+    head.extend(Search::ALL.iter().map(|s| s.head().to_string()));
+    let mut rows = Vec::new();
+    for p in pts {
+        let base_vals = p.values(base, &metric.name);
+        for a in &r.arms {
+            let vals = p.values(&a.name, &metric.name);
+            if vals.is_empty() {
+                continue;
+            }
+            let vs = if &a.name == base {
+                "".to_string()
+            } else {
+                let change =
+                    stat::change_pct(stat::mean(&base_vals), stat::mean(&vals), metric.better);
+                let star = if stat::significant(&vals, &base_vals, r.method.alpha) {
+                    " *"
+                } else {
+                    ""
+                };
+                format!("{change:+.1}%{star}")
+            };
+            let mut row = vec![
+                p.point.label.clone(),
+                a.name.clone(),
+                format!(
+                    "{} ±{}",
+                    report::num(stat::mean(&vals)),
+                    report::num(stat::stddev(&vals))
+                ),
+                vs,
+            ];
+            let samples = p.samples.get(&a.name).map(Vec::as_slice).unwrap_or(&[]);
+            row.extend(Search::ALL.iter().map(|s| fixed(s.mean(samples))));
+            rows.push(row);
+        }
+    }
+    table(&head, &rows)
+}
+
+/// "hackbench 4-groups": a point's name across sections.
+fn point_name(section: &str, label: &str) -> String {
+    format!(
+        "{} {label}",
+        section.split_whitespace().next().unwrap_or(section)
+    )
+}
+
+/// One search figure at every point of a shape's A/B run, per scx arm.
+fn search_chart(s: &Shape, what: Search, title: &str, y_label: &str) -> Option<Chart> {
+    let r = &s.ab;
+    let arms: Vec<&str> = r
+        .arms
+        .iter()
+        .filter(|a| a.is_scx())
+        .map(|a| a.name.as_str())
+        .collect();
+    let pts: Vec<_> = r.points.iter().collect();
+    let values: Vec<Vec<(f64, f64)>> = pts
+        .iter()
+        .map(|p| {
+            arms.iter()
+                .map(|a| {
+                    let samples = p.samples.get(*a).map(Vec::as_slice).unwrap_or(&[]);
+                    (what.mean(samples).unwrap_or(f64::NAN), 0.0)
+                })
+                .collect()
+        })
+        .collect();
+    if values.iter().flatten().all(|(v, _)| v.is_nan()) {
+        return None;
+    }
+    Some(Chart {
+        title: format!("{}: {title}", s.name),
+        subtitle: format!("{}; means over iterations", r.env.topology),
+        y_label: y_label.into(),
+        groups: pts
+            .iter()
+            .map(|p| point_name(&p.point.section, &p.point.label))
+            .collect(),
+        series: arms.iter().map(|a| a.to_string()).collect(),
+        values,
+    })
+}
+
+fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
+    let r = &s.ab;
+    let mut out = format!("## {}: {}\n\n", s.name, r.env.topology);
+    let _ = writeln!(
+        out,
+        "Kernel {}, {} CPUs. {}.\n",
+        r.env.kernel,
+        r.env.cpus,
+        r.method.describe()
+    );
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(out, "**Incomplete run:** {why}\n");
+    }
+    for p in plots {
+        let rel = p.strip_prefix(dir).unwrap_or(p);
+        let _ = writeln!(out, "![{}]({})\n", rel.display(), rel.display());
+    }
+    for section in r.sections() {
+        let _ = writeln!(out, "### {section}\n\n{}", section_table(r, &section));
+    }
+    if let Some(sh) = &s.shadow {
+        let _ = writeln!(
+            out,
+            "### The seed's tables: {} (scheduler arguments: {})\n",
+            sh.arms
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            sh.env.scheduler_args.join(" ")
+        );
+        for section in sh.sections() {
+            if let Some(t) = report::seed_tables(sh, &section) {
+                let _ = writeln!(out, "```\n{}```\n", t);
+            }
+        }
+    }
+    out
+}
+
+const LEGEND: &str =
+    "Columns: the leading result (mean ± sample stddev) and its change against the \
+baseline (positive = better, `*` = significant by Welch's t-test); then, from the scheduler's \
+counters: `on idle %` of wakeups placed on an idle CPU, `scanned %` of wakeups that reached the \
+LLC scan, `found %` of scans that found an idle CPU when one existed in the LLC, `depth 0 %` of \
+scans the policy allowed no CPU, the mean depth `limit` the policy set and the mean number of \
+CPUs `examined`, and the mean time of a scan.";
+
+/// Writes `dir`/summary.md and its charts into `dir`/plots; returns the
+/// summary's path.
+pub fn summarize(dir: &Path) -> Result<PathBuf> {
+    let shapes = shapes(dir)?;
+    let plot_dir = dir.join("plots");
+    std::fs::create_dir_all(&plot_dir)
+        .with_context(|| format!("cannot create {}", plot_dir.display()))?;
+    let mut out = format!(
+        "# Study summary\n\nGenerated by `scx_sisutil study-summary {}` from the runs below it. \
+         Compare arms within a run only.\n\n{LEGEND}\n\n",
+        dir.display()
+    );
+    for s in &shapes {
+        let charts = [
+            (
+                Search::Found,
+                "found",
+                "found-rate of the scans",
+                "% of scans with an idle CPU to find",
+            ),
+            (
+                Search::Examined,
+                "examined",
+                "CPUs examined per scan",
+                "CPUs (mean)",
+            ),
+            (
+                Search::OnIdle,
+                "on-idle",
+                "wakeups placed on an idle CPU",
+                "% of wakeups",
+            ),
+        ];
+        let mut files = Vec::new();
+        for (what, slug, title, y) in charts {
+            let Some(chart) = search_chart(s, what, title, y) else {
+                continue;
+            };
+            let path = plot_dir.join(format!("{}-{slug}.svg", s.name));
+            std::fs::write(&path, chart.svg())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            files.push(path);
+        }
+        out.push_str(&shape_section(s, &files, dir));
+    }
+    let path = dir.join("summary.md");
+    std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::report::tests::results;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sisu-study-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn refuses_a_folder_without_runs() {
+        let dir = tmp("empty");
+        let e = summarize(&dir).unwrap_err().to_string();
+        assert!(e.contains("holds no study runs"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn one_row_per_point_and_arm_with_the_search_figures() {
+        let dir = tmp("rows");
+        for shape in ["2x8", "1x16"] {
+            std::fs::create_dir_all(dir.join(shape).join("ab")).unwrap();
+            results()
+                .save(&dir.join(shape).join("ab/results.json"))
+                .unwrap();
+        }
+        let mut shadow = results();
+        for p in &mut shadow.points {
+            for s in p.samples.get_mut("util").unwrap() {
+                let m = s.stats.as_mut().unwrap();
+                m.shadow = "prop".into();
+                m.shadow_shadow_only = 4;
+            }
+        }
+        std::fs::create_dir_all(dir.join("1x16/shadow")).unwrap();
+        shadow.save(&dir.join("1x16/shadow/results.json")).unwrap();
+
+        let text = std::fs::read_to_string(summarize(&dir).unwrap()).unwrap();
+        // The seed's shape first, whatever the folder order.
+        let (a, b) = (text.find("## 1x16").unwrap(), text.find("## 2x8").unwrap());
+        assert!(a < b, "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("| 16-groups | util |"))
+            .unwrap();
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        // 10.70 -> 11.66 s: 9 % worse and significant; the counters of the
+        // report's fixture: 10 scans, 3 of 4 found, depth 0 in 5, mean
+        // limit 2, mean examined 0.4.
+        assert_eq!(cells[4], "-9.0% *", "{row}");
+        assert_eq!(&cells[7..11], ["75.0", "50.0", "2.0", "0.4"], "{row}");
+        assert!(
+            text.contains("| 16-groups | eevdf | 10.70 ±0.200 |  | - |"),
+            "{text}"
+        );
+        // The shadow run's tables, for the one shape that has it.
+        assert_eq!(text.matches("The seed's tables").count(), 1, "{text}");
+        assert!(text.contains("prop able to find CPU"), "{text}");
+        for f in ["1x16-found.svg", "1x16-examined.svg", "2x8-on-idle.svg"] {
+            assert!(dir.join("plots").join(f).is_file(), "{f}");
+            assert!(text.contains(&format!("(plots/{f})")) || f.starts_with("2x8"));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
