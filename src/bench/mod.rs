@@ -23,7 +23,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 
 use arms::{Arm, ArmKind, Lab, Switch};
-use report::{Env, Interleave, Method, PointResult, Results, Sample, FORMAT};
+use report::{Env, Method, PointResult, Results, Sample, FORMAT};
 use workload::{Family, Matrix, Point};
 
 /// Sizes of the matrix for where it runs.
@@ -77,10 +77,6 @@ pub struct BenchOpts {
     /// up to the CPUs)
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub workers: Option<Vec<u64>>,
-    /// Order of the runs: point (each point's arms back to back) or
-    /// iteration (each arm over the whole matrix, once per iteration)
-    #[arg(long, value_enum, default_value_t = Interleave::Point)]
-    pub interleave: Interleave,
     /// Discard no warm-up run after a scheduler load or unload
     #[arg(long)]
     pub no_warmup: bool,
@@ -422,7 +418,6 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         },
         method: Method {
             iterations,
-            interleave: opts.interleave,
             warmup: !opts.no_warmup,
             settle_s: opts.settle_secs,
             alpha: opts.alpha,
@@ -486,11 +481,7 @@ fn run_matrix(
             samples: BTreeMap::new(),
         })
         .collect();
-    for (p, it, a) in results
-        .method
-        .interleave
-        .order(points.len(), iterations, arms.len())
-    {
+    for (p, it, a) in report::run_order(points.len(), iterations, arms.len()) {
         let (point, arm) = (&points[p], &arms[a]);
         if stop.load(Ordering::Relaxed) {
             bail!("interrupted");

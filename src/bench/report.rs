@@ -27,50 +27,32 @@ pub struct Env {
     pub command_line: Vec<String>,
 }
 
-/// The order of the runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Interleave {
-    /// At every point, each iteration runs all arms back to back: arms
-    /// meet the same conditions within seconds, but every iteration of
-    /// every point loads the scheduler again after the kernel's arm
-    #[default]
-    Point,
-    /// Each iteration runs every arm over the whole matrix, arm after arm:
-    /// one scheduler load per iteration, for guests where loading is slow
-    /// or risky (many vCPUs under software emulation)
-    Iteration,
-}
-
-impl Interleave {
-    /// The runs in order: (point, iteration, arm) indices.
-    pub fn order(self, points: usize, iterations: u32, arms: usize) -> Vec<(usize, u32, usize)> {
-        let mut out = Vec::with_capacity(points * iterations as usize * arms);
-        match self {
-            Interleave::Point => {
-                for p in 0..points {
-                    for it in 0..iterations {
-                        out.extend((0..arms).map(|a| (p, it, a)));
-                    }
-                }
-            }
-            Interleave::Iteration => {
-                for it in 0..iterations {
-                    for a in 0..arms {
-                        out.extend((0..points).map(|p| (p, it, a)));
-                    }
-                }
-            }
+/// The runs in order, as (point, iteration, arm) indices: at every point
+/// each iteration runs all arms back to back, so that they meet the same
+/// conditions within seconds, in the reverse order every other time
+/// (A B C, C B A, A B C...). The reversal balances a slow drift of the
+/// machine between the arms, and halves the scheduler loads and unloads:
+/// the arm that ends one round begins the next.
+pub fn run_order(points: usize, iterations: u32, arms: usize) -> Vec<(usize, u32, usize)> {
+    let mut out = Vec::with_capacity(points * iterations as usize * arms);
+    let mut round = 0usize;
+    for p in 0..points {
+        for it in 0..iterations {
+            let order: Vec<usize> = if round % 2 == 0 {
+                (0..arms).collect()
+            } else {
+                (0..arms).rev().collect()
+            };
+            out.extend(order.into_iter().map(|a| (p, it, a)));
+            round += 1;
         }
-        out
     }
+    out
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Method {
     pub iterations: u32,
-    #[serde(default)]
-    pub interleave: Interleave,
     pub warmup: bool,
     pub settle_s: f64,
     pub alpha: f64,
@@ -81,14 +63,10 @@ pub struct Method {
 impl Method {
     pub fn describe(&self) -> String {
         format!(
-            "mean +- sample stddev of {} iteration(s); {}{}; \
+            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, in alternating order{}; \
              pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
              * = significant by Welch's t-test at p < {}",
             self.iterations,
-            match self.interleave {
-                Interleave::Point => "arms interleaved in every iteration of every point",
-                Interleave::Iteration => "every arm in turn over the whole matrix in every iteration",
-            },
             if self.warmup {
                 ", a warm-up run discarded after every scheduler load or unload"
             } else {
@@ -622,7 +600,6 @@ pub mod tests {
             },
             method: Method {
                 iterations: 3,
-                interleave: Interleave::Point,
                 warmup: true,
                 settle_s: 2.0,
                 alpha: 0.05,
@@ -645,26 +622,17 @@ pub mod tests {
     }
 
     #[test]
-    fn run_orders() {
-        assert_eq!(
-            Interleave::Point.order(2, 2, 2),
-            [
-                (0, 0, 0),
-                (0, 0, 1),
-                (0, 1, 0),
-                (0, 1, 1),
-                (1, 0, 0),
-                (1, 0, 1),
-                (1, 1, 0),
-                (1, 1, 1)
-            ]
-        );
-        let it = Interleave::Iteration.order(2, 2, 3);
-        assert_eq!(it.len(), 12);
-        assert_eq!(&it[..4], [(0, 0, 0), (1, 0, 0), (0, 0, 1), (1, 0, 1)]);
-        // An arm changes once per arm and iteration, not at every run.
-        let switches = it.windows(2).filter(|w| w[0].2 != w[1].2).count();
-        assert_eq!(switches, 2 * 3 - 1);
+    fn arms_alternate_their_order() {
+        let o = run_order(2, 2, 3);
+        assert_eq!(o.len(), 12);
+        let arms: Vec<usize> = o.iter().map(|r| r.2).collect();
+        assert_eq!(arms, [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
+        // Every point's iterations in turn, each with all arms.
+        assert!(o[..6].iter().all(|r| r.0 == 0) && o[6..].iter().all(|r| r.0 == 1));
+        assert_eq!(o[3].1, 1);
+        // One arm change fewer per round than a fixed order would make.
+        let changes = o.windows(2).filter(|w| w[0].2 != w[1].2).count();
+        assert_eq!(changes, 4 * 2);
     }
 
     #[test]

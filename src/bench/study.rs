@@ -1,6 +1,6 @@
 //! The study's summary: every shape's runs, as scripts/study.sh lays them
-//! out (`DIR/<shape>/ab` with every arm, `DIR/<shape>/shadow` with util
-//! shadowed by prop), on one Markdown page. Per point it sets the
+//! out (`DIR/<shape>/<run>/results.json`: A/B runs with every arm, and a
+//! run of util shadowed by prop), on one Markdown page. Per point it sets the
 //! benchmark result beside what the seed explained it with (how often a
 //! wakeup found an idle CPU, how deep the scans went, what they cost),
 //! adds the seed's own tables from the shadow run, and draws the
@@ -19,8 +19,23 @@ use crate::stats::Metrics;
 /// One shape's runs.
 struct Shape {
     name: String,
-    ab: Results,
-    shadow: Option<Results>,
+    /// The A/B runs, in the order of their folders' names.
+    ab: Vec<Results>,
+    /// The runs made with a shadow policy, for the seed's tables.
+    shadow: Vec<Results>,
+}
+
+/// The results files one level under `dir`, by folder name.
+fn runs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("results.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
 }
 
 /// The shapes under `dir`, in the order the study runs them when known.
@@ -28,33 +43,31 @@ fn shapes(dir: &Path) -> Result<Vec<Shape>> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("ab/results.json").is_file())
+        .filter(|e| !runs_in(&e.path()).is_empty())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
     let rank = |n: &str| ["1x16", "2x8", "1x8x2"].iter().position(|s| *s == n);
     names.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
     if names.is_empty() {
         bail!(
-            "{} holds no study runs (expected <shape>/ab/results.json, as scripts/study.sh writes)",
+            "{} holds no study runs (expected <shape>/<run>/results.json, as scripts/study.sh writes)",
             dir.display()
         );
     }
-    names
-        .into_iter()
-        .map(|name| {
-            let base = dir.join(&name);
-            let shadow = base.join("shadow/results.json");
-            Ok(Shape {
-                ab: Results::load(&base.join("ab/results.json"))?,
-                shadow: if shadow.is_file() {
-                    Some(Results::load(&shadow)?)
-                } else {
-                    None
-                },
-                name,
-            })
-        })
-        .collect()
+    let mut out = Vec::new();
+    for name in names {
+        let (mut ab, mut shadow) = (Vec::new(), Vec::new());
+        for file in runs_in(&dir.join(&name)) {
+            let r = Results::load(&file)?;
+            if r.env.scheduler_args.iter().any(|a| a == "--shadow") {
+                shadow.push(r);
+            } else {
+                ab.push(r);
+            }
+        }
+        out.push(Shape { name, ab, shadow });
+    }
+    Ok(out)
 }
 
 /// Share of `part` in `whole`, in %.
@@ -211,14 +224,14 @@ fn point_name(section: &str, label: &str) -> String {
 
 /// One search figure at every point of a shape's A/B run, per scx arm.
 fn search_chart(s: &Shape, what: Search, title: &str, y_label: &str) -> Option<Chart> {
-    let r = &s.ab;
-    let arms: Vec<&str> = r
+    let first = s.ab.first()?;
+    let arms: Vec<&str> = first
         .arms
         .iter()
         .filter(|a| a.is_scx())
         .map(|a| a.name.as_str())
         .collect();
-    let pts: Vec<_> = r.points.iter().collect();
+    let pts: Vec<_> = s.ab.iter().flat_map(|r| &r.points).collect();
     let values: Vec<Vec<(f64, f64)>> = pts
         .iter()
         .map(|p| {
@@ -235,7 +248,7 @@ fn search_chart(s: &Shape, what: Search, title: &str, y_label: &str) -> Option<C
     }
     Some(Chart {
         title: format!("{}: {title}", s.name),
-        subtitle: format!("{}; means over iterations", r.env.topology),
+        subtitle: format!("{}; means over iterations", first.env.topology),
         y_label: y_label.into(),
         groups: pts
             .iter()
@@ -247,26 +260,32 @@ fn search_chart(s: &Shape, what: Search, title: &str, y_label: &str) -> Option<C
 }
 
 fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
-    let r = &s.ab;
-    let mut out = format!("## {}: {}\n\n", s.name, r.env.topology);
-    let _ = writeln!(
-        out,
-        "Kernel {}, {} CPUs. {}.\n",
-        r.env.kernel,
-        r.env.cpus,
-        r.method.describe()
-    );
-    if let Some(why) = &r.incomplete {
-        let _ = writeln!(out, "**Incomplete run:** {why}\n");
-    }
+    let topology =
+        s.ab.iter()
+            .chain(&s.shadow)
+            .next()
+            .map_or("", |r| r.env.topology.as_str());
+    let mut out = format!("## {}: {topology}\n\n", s.name);
     for p in plots {
         let rel = p.strip_prefix(dir).unwrap_or(p);
         let _ = writeln!(out, "![{}]({})\n", rel.display(), rel.display());
     }
-    for section in r.sections() {
-        let _ = writeln!(out, "### {section}\n\n{}", section_table(r, &section));
+    for r in &s.ab {
+        let _ = writeln!(
+            out,
+            "Kernel {}, {} CPUs. {}.\n",
+            r.env.kernel,
+            r.env.cpus,
+            r.method.describe()
+        );
+        if let Some(why) = &r.incomplete {
+            let _ = writeln!(out, "**Incomplete run:** {why}\n");
+        }
+        for section in r.sections() {
+            let _ = writeln!(out, "### {section}\n\n{}", section_table(r, &section));
+        }
     }
-    if let Some(sh) = &s.shadow {
+    for sh in &s.shadow {
         let _ = writeln!(
             out,
             "### The seed's tables: {} (scheduler arguments: {})\n",
@@ -279,7 +298,7 @@ fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
         );
         for section in sh.sections() {
             if let Some(t) = report::seed_tables(sh, &section) {
-                let _ = writeln!(out, "```\n{}```\n", t);
+                let _ = writeln!(out, "```\n{t}```\n");
             }
         }
     }
@@ -361,6 +380,7 @@ mod tests {
         let dir = tmp("empty");
         let e = summarize(&dir).unwrap_err().to_string();
         assert!(e.contains("holds no study runs"), "{e}");
+        assert!(summarize(&dir.join("missing")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -374,6 +394,7 @@ mod tests {
                 .unwrap();
         }
         let mut shadow = results();
+        shadow.env.scheduler_args = vec!["--shadow".into(), "prop".into()];
         for p in &mut shadow.points {
             for s in p.samples.get_mut("util").unwrap() {
                 let m = s.stats.as_mut().unwrap();
