@@ -38,7 +38,7 @@ pub fn run_order(points: usize, iterations: u32, arms: usize) -> Vec<(usize, u32
     let mut round = 0usize;
     for p in 0..points {
         for it in 0..iterations {
-            let order: Vec<usize> = if round % 2 == 0 {
+            let order: Vec<usize> = if round.is_multiple_of(2) {
                 (0..arms).collect()
             } else {
                 (0..arms).rev().collect()
