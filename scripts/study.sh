@@ -16,7 +16,7 @@
 #                          CPUs
 # Each holds results.json, report.txt and plots/; DIR/summary.md and
 # DIR/plots put all shapes side by side (scx_sisutil study-summary). The
-# sizes fit a 2-core host running 16-vCPU VMs under TCG: about 25 minutes a
+# sizes fit a 2-core host running 16-vCPU VMs under TCG: about 17 minutes a
 # shape. --quick runs tiny sizes to check it end to end.
 #
 # Loading a scheduler patches kernel text, and 16 vCPUs under TCG have
