@@ -213,7 +213,7 @@ impl Lab {
         Ok(())
     }
 
-    /// Puts the machine into `arm`'s state; true if anything changed.
+    /// Puts the machine into `arm`'s state, and says what that took.
     pub fn enter(&mut self, arm: &Arm) -> Result<Switch> {
         if self.current.as_deref() == Some(arm.name.as_str()) && self.healthy(arm).is_ok() {
             return Ok(Switch::Stay);
