@@ -434,7 +434,7 @@ fn llc_table(llcs: &[LlcMetrics]) -> String {
     )
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
+pub fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {

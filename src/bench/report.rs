@@ -266,7 +266,8 @@ pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {
     )
 }
 
-fn mean_of(samples: &[Sample], f: impl Fn(&Metrics) -> f64) -> Option<f64> {
+/// Mean of `f` over the runs that carry the scheduler's counters.
+pub fn mean_of(samples: &[Sample], f: impl Fn(&Metrics) -> f64) -> Option<f64> {
     let xs: Vec<f64> = samples
         .iter()
         .filter_map(|s| s.stats.as_ref())
@@ -356,7 +357,6 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
     ))
 }
 
-/// The whole report.
 /// Adds `b`'s histogram counts to `a`'s, slot by slot.
 fn add_hist(a: &mut Vec<u64>, b: &[u64]) {
     if a.len() < b.len() {
@@ -423,6 +423,7 @@ pub fn seed_tables(r: &Results, section: &str) -> Option<String> {
     })
 }
 
+/// The whole report.
 pub fn text(r: &Results) -> String {
     let mut out = String::new();
     let _ = writeln!(

@@ -77,11 +77,7 @@ fn shapes(dir: &Path) -> Result<Vec<Shape>> {
 
 /// Share of `part` in `whole`, in %.
 fn pct(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
+    100.0 * crate::stats::ratio(part, whole)
 }
 
 /// What a run's counters say about the search, each a mean over the
@@ -136,14 +132,13 @@ impl Search {
     /// Mean over a point's runs of one arm; None without counters, or for
     /// a scan figure of an arm that never scanned.
     fn mean(self, samples: &[Sample]) -> Option<f64> {
-        let ms: Vec<&Metrics> = samples.iter().filter_map(|s| s.stats.as_ref()).collect();
-        let scanned = ms.iter().any(|m| m.scans > 0);
-        if ms.is_empty() || (!scanned && !matches!(self, Search::OnIdle | Search::Scanned)) {
+        let scanned = samples
+            .iter()
+            .any(|s| s.stats.as_ref().is_some_and(|m| m.scans > 0));
+        if !scanned && !matches!(self, Search::OnIdle | Search::Scanned) {
             return None;
         }
-        Some(stat::mean(
-            &ms.iter().map(|m| self.of(m)).collect::<Vec<_>>(),
-        ))
+        report::mean_of(samples, |m| self.of(m))
     }
 }
 
