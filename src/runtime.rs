@@ -27,14 +27,13 @@ impl RunTime {
 }
 
 /// The ops worth watching, in the order a task meets them.
-pub const OPS: [&str; 7] = [
+pub const OPS: [&str; 6] = [
     "select_cpu",
     "enqueue",
     "dispatch",
     "running",
     "tick",
     "stopping",
-    "update_idle",
 ];
 
 fn prog_fd<'a>(skel: &'a BpfSkel, op: &str) -> Option<BorrowedFd<'a>> {
@@ -46,7 +45,6 @@ fn prog_fd<'a>(skel: &'a BpfSkel, op: &str) -> Option<BorrowedFd<'a>> {
         "running" => p.sisu_running.as_fd(),
         "tick" => p.sisu_tick.as_fd(),
         "stopping" => p.sisu_stopping.as_fd(),
-        "update_idle" => p.sisu_update_idle.as_fd(),
         _ => return None,
     })
 }

@@ -54,6 +54,32 @@ struct sisu_cfg cfg = {
 struct sisu_llc_ctx llcs[SISU_MAX_LLCS];
 struct sisu_cpu_ctx cpus[SISU_MAX_CPUS];
 
+/*
+ * Whether some CPU's queue may hold a task, as the root domain's
+ * "overloaded" flag lets the kernel skip newidle balancing when no
+ * runqueue holds more than the task it runs. Below saturation almost
+ * every wakeup finds an idle CPU and almost every sleep leaves one, so a
+ * CPU running out of work reads this word instead of every queue's
+ * length. Set whenever a task is queued; cleared only by an idle CPU
+ * about to find every other queue empty (see pull()).
+ */
+u32 overloaded;
+
+/*
+ * Whether a CPU's queue may hold a task. Enqueue sets it and asks for the
+ * insertion under the CPU's runqueue lock; the CPU's own dispatch clears
+ * it, under that lock, when the queue is empty. So to the CPU itself a
+ * clear flag means an empty queue, and to any other CPU at worst one that
+ * is filling this instant, as a length read a moment earlier would say.
+ * Every wakeup and every sleep would otherwise look a queue's length up
+ * (a hash-table search in the kernel), though below saturation the queues
+ * are nearly always empty. Written only on change: other CPUs read it.
+ */
+u32 may_queue[SISU_MAX_CPUS];
+
+/* The kernel's nr_cpu_ids, read once at init. */
+u32 nr_cpus = SISU_MAX_CPUS;
+
 UEI_DEFINE(uei);
 
 struct {
@@ -104,6 +130,14 @@ static struct sisu_cpu_ctx *cpu_ctx(s32 cpu)
 	return MEMBER_VPTR(cpus, [cpu]);
 }
 
+/* The length of @cpu's queue, looked up only if it may hold a task. */
+static s32 queue_len(s32 cpu)
+{
+	u32 *m = MEMBER_VPTR(may_queue, [cpu]);
+
+	return m && !*m ? 0 : scx_bpf_dsq_nr_queued(cpu);
+}
+
 static u32 llc_of(s32 cpu)
 {
 	const volatile u32 *v = MEMBER_VPTR(cpu_llc, [cpu]);
@@ -143,9 +177,23 @@ static bool share_llc(s32 a, s32 b)
 	return llc_of(a) == llc_of(b);
 }
 
+/*
+ * Most tasks may run on every CPU, and for them the mask lookup is skipped.
+ * (A migration-disabled task's mask shrinks without its count, but the
+ * kernel never asks select_cpu to place one.)
+ */
 static bool allowed(const struct task_struct *p, s32 cpu)
 {
-	return bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+	return p->nr_cpus_allowed >= nr_cpus || bpf_cpumask_test_cpu(cpu, p->cpus_ptr);
+}
+
+static bool cpu_idle_now(s32 cpu)
+{
+	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+	bool yes = bpf_cpumask_test_cpu(cpu, idle);
+
+	scx_bpf_put_idle_cpumask(idle);
+	return yes;
 }
 
 /* The shortest slice a low-weight task gets. */
@@ -561,7 +609,9 @@ static void select_idle_sibling(struct task_struct *p, s32 prev, s32 target, u32
 
 	pick_idle(pk, target, SISU_OUT_BUSY);
 
-	if (allowed(p, target) && scx_bpf_test_and_clear_cpu_idle(target))
+	/* The waker's CPU is busy running it, unless the idle task wakes p. */
+	if (!(target == bpf_get_smp_processor_id() && bpf_get_current_task_btf()->pid) &&
+	    allowed(p, target) && scx_bpf_test_and_clear_cpu_idle(target))
 		return pick_idle(pk, target, SISU_OUT_TARGET);
 
 	if (prev != target && share_llc(prev, target) && allowed(p, prev) &&
@@ -636,11 +686,17 @@ static void kick_idle_for_queue(s32 cpu)
 {
 	s32 idle;
 
-	if (scx_bpf_dsq_nr_queued(cpu) <= 0)
+	if (queue_len(cpu) <= 0)
 		return;
 	idle = claim_idle_near(cpu);
-	if (idle >= 0)
+	if (idle >= 0) {
+		/*
+		 * An idle pull may have cleared the flag just before this task
+		 * reached the queue: the CPU woken for it must look.
+		 */
+		overloaded = 1;
 		scx_bpf_kick_cpu(idle, SCX_KICK_IDLE);
+	}
 }
 
 /* The longest queue of @llc, other than @cpu's, holding at least @least. */
@@ -655,7 +711,7 @@ static s32 busiest_of(s32 cpu, u32 llc, s32 least)
 
 		if (c < 0)
 			break;
-		n = scx_bpf_dsq_nr_queued(c);
+		n = queue_len(c);
 		if (c != cpu && n > most) {
 			most = n;
 			busiest = c;
@@ -664,19 +720,25 @@ static s32 busiest_of(s32 cpu, u32 llc, s32 least)
 	return busiest;
 }
 
+enum pull_result {
+	PULL_NONE,	/* no queue held enough tasks */
+	PULL_STUCK,	/* some did, but none that may run here */
+	PULL_DONE,
+};
+
 /*
  * Move one task @cpu may run from the busiest queue of @llc holding at
  * least @least tasks.
  */
-static bool pull_from_llc(s32 cpu, u32 llc, s32 least)
+static enum pull_result pull_from_llc(s32 cpu, u32 llc, s32 least)
 {
 	u32 width = width_of(llc), i;
 	s32 busiest = busiest_of(cpu, llc, least);
 
 	if (busiest < 0)
-		return false;
+		return PULL_NONE;
 	if (scx_bpf_dsq_move_to_local(busiest, 0))
-		return true;
+		return PULL_DONE;
 
 	/* Nothing there may run here: try the other queues. */
 	bpf_for(i, 0, width) {
@@ -684,11 +746,11 @@ static bool pull_from_llc(s32 cpu, u32 llc, s32 least)
 
 		if (c < 0)
 			break;
-		if (c != cpu && c != busiest && scx_bpf_dsq_nr_queued(c) >= least &&
+		if (c != cpu && c != busiest && queue_len(c) >= least &&
 		    scx_bpf_dsq_move_to_local(c, 0))
-			return true;
+			return PULL_DONE;
 	}
-	return false;
+	return PULL_STUCK;
 }
 
 static void count_pull(bool remote)
@@ -701,6 +763,40 @@ static void count_pull(bool remote)
 		st->pull_remote++;
 	else
 		st->pull_llc++;
+}
+
+/*
+ * Newidle balancing: one task from the busiest queue of @cpu's LLC, else
+ * of the other LLCs, from queues holding at least @least tasks. An idle
+ * CPU (@least 1) clears the overloaded flag before it reads the queues
+ * and sets it again if any held a task: a task queued after a queue was
+ * read sets the flag after the clear, so the flag ends clear only when
+ * every queue was seen empty.
+ */
+static bool pull(s32 cpu, s32 least)
+{
+	u32 llc = llc_of(cpu), k;
+	bool seen = false, done = false;
+
+	if (least == 1)
+		__sync_fetch_and_and(&overloaded, 0);
+	bpf_for(k, 0, nr_llcs) {
+		u32 other = llc + k;
+		enum pull_result r;
+
+		if (other >= nr_llcs)
+			other -= nr_llcs;
+		r = pull_from_llc(cpu, other, least);
+		seen |= r != PULL_NONE;
+		if (r == PULL_DONE) {
+			count_pull(k > 0);
+			done = true;
+			break;
+		}
+	}
+	if (seen && least == 1)
+		overloaded = 1;
+	return done;
 }
 
 /*
@@ -749,7 +845,7 @@ static bool wake_wide(const struct task_struct *p, u32 master, s32 this_cpu)
 static u32 nr_running(s32 cpu, bool current_cpu)
 {
 	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
-	s32 n = scx_bpf_dsq_nr_queued(cpu);
+	s32 n = queue_len(cpu);
 
 	if (current_cpu)
 		n += scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
@@ -773,9 +869,8 @@ static s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
 	struct task_struct *waker = bpf_get_current_task_btf();
 	s32 this = bpf_get_smp_processor_id();
 	bool sync = wake_flags & SCX_WAKE_SYNC;
-	const struct cpumask *idle;
-	bool this_idle, prev_idle;
 	u32 flips, this_load, prev_load;
+	bool this_idle;
 
 	if (!wake_affine_on || !(wake_flags & SCX_WAKE_TTWU))
 		return prev;
@@ -783,18 +878,18 @@ static s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
 	if (this == prev || !allowed(p, this) || wake_wide(p, flips, this))
 		return prev;
 
-	idle = scx_bpf_get_idle_cpumask();
-	this_idle = bpf_cpumask_test_cpu(this, idle);
-	prev_idle = bpf_cpumask_test_cpu(prev, idle);
-	scx_bpf_put_idle_cpumask(idle);
-
-	/* wake_affine_idle() */
+	/*
+	 * wake_affine_idle(). Only the idle task wakes others from an idle
+	 * CPU, so a task waker spares the idle mask lookups; prev's state is
+	 * read only where it decides.
+	 */
+	this_idle = waker->pid == 0 && cpu_idle_now(this);
 	if (this_idle && share_llc(this, prev))
-		return prev_idle ? prev : this;
+		return cpu_idle_now(prev) ? prev : this;
 	this_load = nr_running(this, true);
 	if (sync && this_load == 1)
 		return this;
-	if (prev_idle)
+	if (cpu_idle_now(prev))
 		return prev;
 
 	/* wake_affine_weight(), in tasks instead of load */
@@ -896,15 +991,6 @@ static u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
 	return p->scx.dsq_vtime;
 }
 
-static bool cpu_idle_now(s32 cpu)
-{
-	const struct cpumask *idle = scx_bpf_get_idle_cpumask();
-	bool yes = bpf_cpumask_test_cpu(cpu, idle);
-
-	scx_bpf_put_idle_cpumask(idle);
-	return yes;
-}
-
 /*
  * No idle CPU was found (or the task skipped select_cpu): queue it on its
  * CPU, ordered by virtual time.
@@ -914,10 +1000,15 @@ void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	u64 vtime = bound_credit(rebase(p, cpu), cpu);
+	u32 *m = MEMBER_VPTR(may_queue, [cpu]);
 
 	if (tctx)
 		tctx->queued_at = bpf_ktime_get_ns();
 	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(p), vtime, enq_flags);
+	if (m && !*m)
+		*m = 1;
+	if (!overloaded)
+		overloaded = 1;
 	/*
 	 * The CPU may have gone idle since select_cpu looked. A kick costs an
 	 * interrupt even when it finds the CPU busy, so look first.
@@ -1048,22 +1139,77 @@ static bool balance(s32 cpu, s32 own)
 }
 
 /*
+ * The CPU is about to go idle, its pull having found nothing: where the
+ * kernel's newidle balance stamps the start of the idle period that
+ * SIS_PROP averages, and where its idle entry sets the idle-core hint once
+ * every thread of the core is idle (this one is about to be). Done here
+ * and in running() rather than in an update_idle op, which would cost two
+ * more BPF calls per wakeup.
+ */
+static void idle_enter(s32 cpu, struct sisu_cpu_ctx *c)
+{
+	struct sisu_llc_ctx *lc;
+	const struct cpumask *idle_mask;
+	bool all = true;
+	u32 k;
+
+	prop_sync(c, bpf_jiffies64());
+	c->idle_stamp = bpf_ktime_get_ns();
+	if (!smt_on)
+		return;
+	lc = llc_ctx(llc_of(cpu));
+	if (!lc || lc->has_idle_cores)
+		return;
+	idle_mask = scx_bpf_get_idle_cpumask();
+	bpf_for(k, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(cpu, k);
+
+		if (sib < 0)
+			break;
+		if (sib != cpu && !bpf_cpumask_test_cpu(sib, idle_mask)) {
+			all = false;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle_mask);
+	if (all)
+		lc->has_idle_cores = 1;
+}
+
+/* A task runs on an idle CPU: the idle period ends (ttwu_do_activate()). */
+static void idle_exit(struct sisu_cpu_ctx *c, u64 now)
+{
+	u64 j = bpf_jiffies64();
+
+	/* A policy switch since the stamp discards the period with the state. */
+	prop_sync(c, j);
+	if (c->idle_stamp && now > c->idle_stamp)
+		sis_prop_idle_end(c, now - c->idle_stamp, j);
+	c->idle_stamp = 0;
+}
+
+/*
  * A CPU needs work. Its own queue comes first (unless the task whose slice
  * just ran out is still the more entitled), but a much longer queue
  * elsewhere is drained first now and then (balance()). With nothing of its
  * own, an idle CPU pulls from the busiest queue of its LLC, then of the
  * other LLCs (newidle balancing); a CPU whose task still wants to run
- * pulls only from a queue holding at least two tasks.
+ * pulls only from a queue holding at least two tasks. Neither looks when
+ * no queue holds anything (overloaded), and an idle CPU that finds
+ * nothing goes idle (idle_enter()).
  */
 void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
 {
 	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
-	s32 least = busy ? 2 : 1, own = scx_bpf_dsq_nr_queued(cpu);
-	u32 llc = llc_of(cpu), k;
+	s32 own = queue_len(cpu);
+	u32 *m = MEMBER_VPTR(may_queue, [cpu]);
+
+	if (!own && m && *m)
+		*m = 0;
 
 	if (own > 0 && rescue_starving(cpu))
 		return;
-	if (balance(cpu, own))
+	if (overloaded && balance(cpu, own))
 		return;
 	if (own > 0) {
 		if (busy && keep_prev(prev, cpu)) {
@@ -1073,16 +1219,8 @@ void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
 		if (scx_bpf_dsq_move_to_local(cpu, 0))
 			return;
 	}
-	if (pull_from_llc(cpu, llc, least))
-		return count_pull(false);
-	bpf_for(k, 1, nr_llcs) {
-		u32 other = llc + k;
-
-		if (other >= nr_llcs)
-			other -= nr_llcs;
-		if (pull_from_llc(cpu, other, least))
-			return count_pull(true);
-	}
+	if (overloaded && pull(cpu, busy ? 2 : 1))
+		return;
 	/*
 	 * Nothing else to run: prev goes on, one slice at a time (left to
 	 * itself, the kernel would give it a 20 ms default slice).
@@ -1090,6 +1228,11 @@ void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
 	if (busy) {
 		keep_prev(prev, cpu);
 		scx_bpf_task_set_slice(prev, task_slice(prev));
+	} else {
+		struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+
+		if (c)
+			idle_enter(cpu, c);
 	}
 }
 
@@ -1104,6 +1247,8 @@ void BPF_STRUCT_OPS(sisu_running, struct task_struct *p)
 	p->scx.dsq_vtime = vtime;
 	advance_clock(cpu, vtime);
 	if (c) {
+		if (c->idle_stamp)
+			idle_exit(c, now);
 		c->acct_from = now;
 		c->run_start = now;
 		c->running = 1;
@@ -1139,51 +1284,6 @@ void BPF_STRUCT_OPS(sisu_stopping, struct task_struct *p, bool runnable)
 	account_busy(c, now);
 	c->running = 0;
 	charge(p, c, now);
-}
-
-/*
- * Idle transitions feed SIS_PROP (idle period lengths) and the idle-core
- * hint, as the kernel's idle entry and ttwu_do_activate() do.
- */
-void BPF_STRUCT_OPS(sisu_update_idle, s32 cpu, bool idle)
-{
-	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
-	u64 now = bpf_ktime_get_ns(), j = bpf_jiffies64();
-
-	if (!c)
-		return;
-	prop_sync(c, j);
-	if (!idle) {
-		if (c->idle_stamp && now > c->idle_stamp)
-			sis_prop_idle_end(c, now - c->idle_stamp, j);
-		c->idle_stamp = 0;
-		return;
-	}
-	c->idle_stamp = now;
-
-	if (smt_on) {
-		struct sisu_llc_ctx *lc = llc_ctx(llc_of(cpu));
-		const struct cpumask *idle_mask;
-		bool all = true;
-		u32 k;
-
-		if (!lc || lc->has_idle_cores)
-			return;
-		idle_mask = scx_bpf_get_idle_cpumask();
-		bpf_for(k, 0, SISU_MAX_SMT) {
-			s32 sib = sib_of(cpu, k);
-
-			if (sib < 0)
-				break;
-			if (sib != cpu && !bpf_cpumask_test_cpu(sib, idle_mask)) {
-				all = false;
-				break;
-			}
-		}
-		scx_bpf_put_idle_cpumask(idle_mask);
-		if (all)
-			lc->has_idle_cores = 1;
-	}
 }
 
 /* A higher class took the CPU: its queue must not wait for it. */
@@ -1247,6 +1347,15 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(sisu_init)
 	u32 n = scx_bpf_nr_cpu_ids(), i;
 	s32 ret;
 
+	nr_cpus = n;
+	/* SIS_PROP's state starts from its boot values, also on CPUs never idle. */
+	bpf_for(i, 0, n) {
+		struct sisu_cpu_ctx *c = cpu_ctx(i);
+
+		if (c)
+			prop_sync(c, bpf_jiffies64());
+	}
+
 	bpf_for(i, 0, nr_llcs) {
 		ret = init_llc_mask(i);
 		if (ret) {
@@ -1278,11 +1387,9 @@ SCX_OPS_DEFINE(sisutil_ops,
 	       .tick		= (void *)sisu_tick,
 	       .running		= (void *)sisu_running,
 	       .stopping	= (void *)sisu_stopping,
-	       .update_idle	= (void *)sisu_update_idle,
 	       .cpu_release	= (void *)sisu_cpu_release,
 	       .enable		= (void *)sisu_enable,
 	       .init_task	= (void *)sisu_init_task,
 	       .init		= (void *)sisu_init,
 	       .exit		= (void *)sisu_exit,
-	       .flags		= SCX_OPS_KEEP_BUILTIN_IDLE,
 	       .name		= "sisutil");
