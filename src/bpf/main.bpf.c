@@ -172,6 +172,14 @@ static u32 width_of(u32 llc)
 	return v ? *v : 0;
 }
 
+/* The @k-th LLC from @llc on, wrapping around: @llc's own first. */
+static u32 llc_after(u32 llc, u32 k)
+{
+	u32 other = llc + k;
+
+	return other >= nr_llcs ? other - nr_llcs : other;
+}
+
 static bool share_llc(s32 a, s32 b)
 {
 	return llc_of(a) == llc_of(b);
@@ -781,12 +789,8 @@ static bool pull(s32 cpu, s32 least)
 	if (least == 1)
 		__sync_fetch_and_and(&overloaded, 0);
 	bpf_for(k, 0, nr_llcs) {
-		u32 other = llc + k;
-		enum pull_result r;
+		enum pull_result r = pull_from_llc(cpu, llc_after(llc, k), least);
 
-		if (other >= nr_llcs)
-			other -= nr_llcs;
-		r = pull_from_llc(cpu, other, least);
 		seen |= r != PULL_NONE;
 		if (r == PULL_DONE) {
 			count_pull(k > 0);
@@ -1124,12 +1128,8 @@ static bool balance(s32 cpu, s32 own)
 		return false;
 	c->balance_at = now;
 	bpf_for(k, 0, nr_llcs) {
-		u32 other = llc + k;
-		s32 from;
+		s32 from = busiest_of(cpu, llc_after(llc, k), own + 2);
 
-		if (other >= nr_llcs)
-			other -= nr_llcs;
-		from = busiest_of(cpu, other, own + 2);
 		if (from >= 0 && scx_bpf_dsq_move_to_local(from, 0)) {
 			count_pull(k > 0);
 			return true;
@@ -1345,6 +1345,7 @@ static s32 init_llc_mask(u32 llc)
 s32 BPF_STRUCT_OPS_SLEEPABLE(sisu_init)
 {
 	u32 n = scx_bpf_nr_cpu_ids(), i;
+	u64 j = bpf_jiffies64();
 	s32 ret;
 
 	nr_cpus = n;
@@ -1353,7 +1354,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(sisu_init)
 		struct sisu_cpu_ctx *c = cpu_ctx(i);
 
 		if (c)
-			prop_sync(c, bpf_jiffies64());
+			prop_sync(c, j);
 	}
 
 	bpf_for(i, 0, nr_llcs) {
