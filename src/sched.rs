@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use crossbeam::channel::RecvTimeoutError;
+use crossbeam::channel::{Receiver, Sender, TryRecvError};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_stats::prelude::*;
@@ -30,6 +30,8 @@ use crate::utilisation::{self, Tracker};
 /// The name the kernel shows in /sys/kernel/sched_ext/root/ops.
 pub const OPS_NAME: &str = "sisutil";
 const SCHED_EXT: &str = "/sys/kernel/sched_ext";
+/// The longest a stats or control request waits for the loop to wake.
+const SERVE_EVERY: Duration = Duration::from_millis(50);
 
 /// What the scheduler is started with.
 #[derive(Clone, Debug)]
@@ -183,27 +185,45 @@ impl<'a> Scheduler<'a> {
 
     /// Runs until `shutdown` or until the kernel unloads the scheduler;
     /// returns why it ended.
+    ///
+    /// The loop sleeps instead of waiting on the request channel with a
+    /// timeout: crossbeam's timed receive spins and yields before it blocks,
+    /// and done every interval that cost more CPU than the interval's work
+    /// (each yield is a trip through the scheduler's own ops). Requests are
+    /// served when the loop wakes, at most SERVE_EVERY after they arrive.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let (res_tx, req_rx) = self.server.channels();
         let mut next = Instant::now() + self.interval;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            match req_rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
-                Ok(req) => res_tx.send(self.handle(req))?,
-                Err(RecvTimeoutError::Timeout) => {
-                    self.publish_depths();
-                    next += self.interval;
-                    let now = Instant::now();
-                    if next < now {
-                        next = now + self.interval;
-                    }
+            let now = Instant::now();
+            if now >= next {
+                self.publish_depths();
+                next += self.interval;
+                if next < now {
+                    next = now + self.interval;
                 }
-                Err(RecvTimeoutError::Disconnected) => bail!("the stats server stopped"),
             }
+            self.serve(&req_rx, &res_tx)?;
+            std::thread::sleep(
+                next.saturating_duration_since(Instant::now())
+                    .min(SERVE_EVERY),
+            );
         }
         // Dropping the link unregisters the scheduler; the kernel then
         // fills in why it exited.
         self.link.take();
         uei_report!(&self.skel, uei)
+    }
+
+    /// Answers every request waiting on the stats server's channel.
+    fn serve(&mut self, req_rx: &Receiver<Request>, res_tx: &Sender<Reply>) -> Result<()> {
+        loop {
+            match req_rx.try_recv() {
+                Ok(req) => res_tx.send(self.handle(req))?,
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Disconnected) => bail!("the stats server stopped"),
+            }
+        }
     }
 
     /// One interval: fold busy time into utilisation, and publish each

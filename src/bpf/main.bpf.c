@@ -615,6 +615,12 @@ static void select_idle_sibling(struct task_struct *p, s32 prev, s32 target, u32
 	struct task_ctx *tctx;
 	s32 recent = -1, cpu;
 
+	/*
+	 * With no idle CPU found, p waits on target. The kernel's later
+	 * fallbacks to prev and recent_used_cpu only hold CPUs that the steps
+	 * below found idle but outside target's cluster; with no cluster
+	 * level those steps take them at once.
+	 */
 	pick_idle(pk, target, SISU_OUT_BUSY);
 
 	/* The waker's CPU is busy running it, unless the idle task wakes p. */

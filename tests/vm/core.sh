@@ -62,6 +62,21 @@ check "the exit reason is printed" grep -q "EXIT: unregistered from user space" 
 
 log "unload on SIGTERM"
 check "loads again at once" start_sched /tmp/sched2.log --policy util
+
+# The control loop sleeps to its next interval (16 ms by default). Waiting
+# on the request channel with a timeout instead spun and called
+# sched_yield() about eight times an interval, which under load is CPU
+# taken from the workload being measured.
+log "the control loop sleeps between intervals"
+check "perf is installed" command -v perf
+perf stat -x, -e syscalls:sys_enter_sched_yield,raw_syscalls:sys_enter -t "$SCHED_PID" \
+	-- sleep 5 2>/tmp/loop.csv
+cat /tmp/loop.csv
+yields=$(awk -F, '/sched_yield/ { print $1 }' /tmp/loop.csv)
+calls=$(awk -F, '/raw_syscalls/ { print $1 }' /tmp/loop.csv)
+check "no sched_yield() in 5 s" [ "${yields:-1}" -eq 0 ]
+# 5 s / 16 ms = 312 intervals, each one sleep
+check "at most ~1.5 system calls an interval ($calls in 312 intervals)" [ "${calls:-9999}" -le 470 ]
 stop_sched TERM
 check "exit code 0 after SIGTERM" [ "$SCHED_RC" -eq 0 ]
 check "state is disabled after SIGTERM" wait_state disabled 10
