@@ -1100,6 +1100,14 @@ static bool rescue_starving(s32 cpu)
 
 		if (!tctx || now - tctx->queued_at < cutoff)
 			continue;
+		/*
+		 * A whole base slice, not task_slice()'s shrunk one: a nice-19
+		 * task preempted inside an RCU read-side section would otherwise
+		 * get 0.2 ms a second, and a section longer than a few ms keeps
+		 * RCU waiting for its stall limit (21 s), for which sched_ext
+		 * unloads the scheduler.
+		 */
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, slice_ns);
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0) &&
 		    ++moved >= RESCUE_MAX)
 			break;
