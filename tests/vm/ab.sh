@@ -72,7 +72,7 @@ perf stat -i -x, -e context-switches -t $b -- sleep 5 2>/tmp/ab4.csv
 cat /tmp/ab4.csv
 wait $b
 check "the quiet run completed" [ $? -eq 0 ]
-cs=$(awk -F, '/context-switches/ { print $1 }' /tmp/ab4.csv)
+cs=$(perf_count context-switches /tmp/ab4.csv)
 check "at most 60 context switches of the harness in 5 s ($cs)" [ "${cs:-9999}" -le 60 ]
 
 log "interrupted"

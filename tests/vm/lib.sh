@@ -115,6 +115,11 @@ min_field() {
 	json_lines "$2" "$3" | grep -o "\"$1\":[0-9]*" | cut -d: -f2 | sort -n | head -n1
 }
 
+# perf_count EVENT FILE: the count `perf stat -x,` wrote to FILE for EVENT.
+perf_count() {
+	awk -F, -v e="$1" '$3 ~ e { print $1 }' "$2"
+}
+
 # all_equal VALUE WORDS...: every word equals VALUE (and there is one).
 all_equal() {
 	_v=$1
