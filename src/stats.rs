@@ -179,6 +179,8 @@ pub struct Metrics {
     pub pull_remote: u64,
     #[stat(desc = "Tasks run out of turn after waiting 1 s (starvation guard)")]
     pub rescued: u64,
+    #[stat(desc = "Tasks preempted inside an RCU read-side section, queued as nice 0 would be")]
+    pub rcu_readers: u64,
     #[stat(desc = "Wakeups that reached the LLC scan")]
     pub scans: u64,
     #[stat(desc = "... of which looked for an idle core")]
@@ -251,6 +253,7 @@ impl Metrics {
             pull_llc: s.pull_llc,
             pull_remote: s.pull_remote,
             rescued: s.rescued,
+            rcu_readers: s.rcu_readers,
             scans: s.scans,
             core_scans: s.core_scans,
             scan_ns: s.scan_ns,
@@ -310,7 +313,7 @@ impl Metrics {
         let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
         writeln!(
             w,
-            "wakeups {} ({:.0}/s, affine {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {}",
+            "wakeups {} ({:.0}/s, affine {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {} rcu-readers {}",
             self.wakeups,
             ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
             pct(self.wake_affine),
@@ -322,7 +325,8 @@ impl Metrics {
             pct(self.wake_busy),
             self.pull_llc,
             self.pull_remote,
-            self.rescued
+            self.rescued,
+            self.rcu_readers
         )?;
         writeln!(
             w,

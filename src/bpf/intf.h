@@ -108,6 +108,7 @@ struct sisu_stats {
 	u64 pull_llc;			/* tasks an idle CPU took from its LLC */
 	u64 pull_remote;		/* ... from another LLC */
 	u64 rescued;			/* tasks run out of turn after waiting 1 s */
+	u64 rcu_readers;		/* readers queued as nice 0 (enqueue) */
 	u64 scans;			/* wakeups that reached the LLC scan */
 	u64 scan_ns;			/* time spent in those scans */
 	u64 core_scans;			/* scans that looked for an idle core */

@@ -1002,6 +1002,46 @@ static u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
 }
 
 /*
+ * Whether @p is inside an RCU read-side critical section. A task cannot
+ * sleep there, so one being queued was preempted there, and every RCU
+ * grace period now waits until it runs again and leaves the section.
+ */
+static bool in_rcu_reader(const struct task_struct *p)
+{
+	if (!bpf_core_field_exists(p->rcu_read_lock_nesting))
+		return false;
+	return p->rcu_read_lock_nesting > 0;
+}
+
+/*
+ * @p, preempted inside an RCU read-side section, queues as a nice-0 task
+ * would: with a whole base slice, and no further back than one slice past
+ * the clock. At its own weight a nice-19 reader runs 0.2 ms at a time,
+ * behind every nice-0 task on the CPU, while every grace period waits for
+ * it: the stress test caught khugepaged inside a reader for over 21 s
+ * (copying a huge page with its page table mapped), and EEVDF leaves it
+ * there for seconds too. EEVDF only warns of it, but sched_ext unloads the
+ * scheduler after an RCU stall. The kernel's cure, RCU priority boosting, is left out of most
+ * configs. This one is milder: a reader is owed a nice-0 task's share, no
+ * more, until it leaves the section, so readers cannot crowd others out,
+ * and a nice-0 task is seldom queued further back than that anyway.
+ */
+static void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice)
+{
+	u64 last = vclock_of(cpu) + slice_ns;
+	struct sisu_stats *st;
+
+	if (*slice >= slice_ns && !time_after(*vtime, last))
+		return;
+	*slice = slice_ns;
+	if (time_after(*vtime, last))
+		*vtime = last;
+	st = stats_of(active_policy());
+	if (st)
+		st->rcu_readers++;
+}
+
+/*
  * No idle CPU was found (or the task skipped select_cpu): queue it on its
  * CPU, ordered by virtual time.
  */
@@ -1010,11 +1050,14 @@ void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu = scx_bpf_task_cpu(p);
 	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	u64 vtime = bound_credit(rebase(p, cpu), cpu);
+	u64 slice = task_slice(p);
 	u32 *m = MEMBER_VPTR(may_queue, [cpu]);
 
+	if (in_rcu_reader(p))
+		queue_reader_as_nice0(cpu, &vtime, &slice);
 	if (tctx)
 		tctx->queued_at = bpf_ktime_get_ns();
-	scx_bpf_dsq_insert_vtime(p, cpu, task_slice(p), vtime, enq_flags);
+	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 	if (m && !*m)
 		*m = 1;
 	if (!overloaded)
@@ -1101,11 +1144,8 @@ static bool rescue_starving(s32 cpu)
 		if (!tctx || now - tctx->queued_at < cutoff)
 			continue;
 		/*
-		 * A whole base slice, not task_slice()'s shrunk one: a nice-19
-		 * task preempted inside an RCU read-side section would otherwise
-		 * get 0.2 ms a second, and a section longer than a few ms keeps
-		 * RCU waiting for its stall limit (21 s), for which sched_ext
-		 * unloads the scheduler.
+		 * A whole base slice, not task_slice()'s shrunk one, which
+		 * would leave a nice-19 task 0.2 ms a second.
 		 */
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, slice_ns);
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0) &&

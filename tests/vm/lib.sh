@@ -129,9 +129,10 @@ all_equal() {
 	return 0
 }
 
-# The kernel log has no sched_ext error, stall or disable for an error.
+# The kernel log has no sched_ext error, stall or disable for an error, and
+# no RCU stall warning.
 kernel_clean() {
-	if dmesg | grep -E "runnable task stall|sched_ext:.*(error|stall|invalid)"; then
+	if dmesg | grep -E "runnable task stall|sched_ext:.*(error|stall|invalid)|rcu.*detected stalls"; then
 		return 1
 	fi
 	return 0

@@ -4,7 +4,9 @@
 # 4x the CPUs, all for STRESS_SECS (45) seconds at once. Nothing may stall,
 # the scheduler must still be loaded after each round, exit 0 on SIGTERM,
 # and the kernel log must hold no sched_ext error or stall line. The
-# sched_ext watchdog is set to 10 s: no task may wait that long.
+# sched_ext watchdog is set to 10 s: no task may wait that long. Nor may
+# RCU report a stall (a task preempted inside a read-side section left
+# waiting 21 s), for which sched_ext also unloads the scheduler.
 # shape: 2x4
 # timeout: 1200
 . /tests/vm/lib.sh
