@@ -1014,27 +1014,28 @@ static bool in_rcu_reader(const struct task_struct *p)
 }
 
 /*
- * @p, preempted inside an RCU read-side section, queues as a nice-0 task
+ * A task preempted inside an RCU read-side section queues as a nice-0 task
  * would: with a whole base slice, and no further back than one slice past
  * the clock. At its own weight a nice-19 reader runs 0.2 ms at a time,
  * behind every nice-0 task on the CPU, while every grace period waits for
  * it: the stress test caught khugepaged inside a reader for over 21 s
- * (copying a huge page with its page table mapped), and EEVDF leaves it
- * there for seconds too. EEVDF only warns of it, but sched_ext unloads the
- * scheduler after an RCU stall. The kernel's cure, RCU priority boosting, is left out of most
- * configs. This one is milder: a reader is owed a nice-0 task's share, no
- * more, until it leaves the section, so readers cannot crowd others out,
- * and a nice-0 task is seldom queued further back than that anyway.
+ * (copying a huge page with its page table mapped). EEVDF leaves it there
+ * for seconds too, but only warns; sched_ext unloads the scheduler after
+ * an RCU stall. The kernel's cure, RCU priority boosting, is left out of
+ * most configs. This one is milder: a reader is owed a nice-0 task's
+ * share, no more, until it leaves the section, so readers cannot crowd
+ * others out, and a nice-0 task is seldom queued further back anyway.
  */
 static void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice)
 {
 	u64 last = vclock_of(cpu) + slice_ns;
+	bool behind = time_after(*vtime, last);
 	struct sisu_stats *st;
 
-	if (*slice >= slice_ns && !time_after(*vtime, last))
+	if (*slice >= slice_ns && !behind)
 		return;
 	*slice = slice_ns;
-	if (time_after(*vtime, last))
+	if (behind)
 		*vtime = last;
 	st = stats_of(active_policy());
 	if (st)
