@@ -1002,29 +1002,35 @@ static u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
 }
 
 /*
- * Whether @p is inside an RCU read-side critical section. A task cannot
- * sleep there, so one being queued was preempted there, and every RCU
- * grace period now waits until it runs again and leaves the section.
+ * Whether @p is a kernel thread inside an RCU read-side critical section.
+ * A task cannot sleep there, so one being queued was preempted there, and
+ * every RCU grace period now waits until it runs again and leaves the
+ * section. User tasks are left out: their sections end within a system
+ * call (path walks, fd lookups), and they are in one so often that
+ * treating them as nice 0 there undid nice altogether (nice 0 got 1.4x
+ * the CPU of nice 19 instead of ~70x). Kernel threads do bulk work in
+ * long ones (khugepaged's huge-page copy).
  */
 static bool in_rcu_reader(const struct task_struct *p)
 {
-	if (!bpf_core_field_exists(p->rcu_read_lock_nesting))
+	if (!(p->flags & PF_KTHREAD) || !bpf_core_field_exists(p->rcu_read_lock_nesting))
 		return false;
 	return p->rcu_read_lock_nesting > 0;
 }
 
 /*
- * A task preempted inside an RCU read-side section queues as a nice-0 task
- * would: with a whole base slice, and no further back than one slice past
- * the clock. At its own weight a nice-19 reader runs 0.2 ms at a time,
- * behind every nice-0 task on the CPU, while every grace period waits for
- * it: the stress test caught khugepaged inside a reader for over 21 s
- * (copying a huge page with its page table mapped). EEVDF leaves it there
- * for seconds too, but only warns; sched_ext unloads the scheduler after
- * an RCU stall. The kernel's cure, RCU priority boosting, is left out of
- * most configs. This one is milder: a reader is owed a nice-0 task's
- * share, no more, until it leaves the section, so readers cannot crowd
- * others out, and a nice-0 task is seldom queued further back anyway.
+ * A kernel thread preempted inside an RCU read-side section queues as a
+ * nice-0 task would: with a whole base slice, and no further back than one
+ * slice past the clock. At its own weight a nice-19 reader runs 0.2 ms at
+ * a time, behind every nice-0 task on the CPU, while every grace period
+ * waits for it: the stress test caught khugepaged inside a reader for over
+ * 21 s (copying a huge page with its page table mapped). EEVDF leaves it
+ * there for seconds too, but only warns; sched_ext unloads the scheduler
+ * after an RCU stall. The kernel's cure, RCU priority boosting, is left
+ * out of most configs. This one is milder: a reader is owed a nice-0
+ * task's share, no more, until it leaves the section, so readers cannot
+ * crowd others out, and a nice-0 task is seldom queued further back
+ * anyway.
  */
 static void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice)
 {
