@@ -11,8 +11,15 @@ mkdir -p "$APT_DIR/lists/partial" "$APT_DIR/archives/partial"
 
 log() { echo "fetch-kernel: $*" >&2; }
 
-cat >"$APT_DIR/sources.list" <<'SRC'
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie-backports main
+# shellcheck source=lib/debian-mirror.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-mirror.sh"
+# The same archive (mirror, proxy or snapshot) the machine's apt uses.
+if ! mirror=$(debian_mirror); then
+	echo "fetch-kernel: no Debian archive in the apt sources to fetch the kernel from" >&2
+	exit 1
+fi
+cat >"$APT_DIR/sources.list" <<SRC
+deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie-backports main
 SRC
 
 APT_OPTS=(

@@ -21,6 +21,8 @@ VM_PKGS=(busybox-static cpio gzip ca-certificates debian-archive-keyring)
 BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps)
 
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
+# shellcheck source=lib/debian-mirror.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/debian-mirror.sh"
 
 missing() {
 	local p
@@ -30,9 +32,13 @@ missing() {
 }
 
 if [[ ! -f $BACKPORTS ]]; then
-	cat >"$BACKPORTS" <<'SRC'
+	if ! mirror=$(debian_mirror); then
+		echo "setup.sh: no Debian archive in the apt sources; add one, then run this again" >&2
+		exit 1
+	fi
+	cat >"$BACKPORTS" <<SRC
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: $mirror
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

@@ -144,13 +144,36 @@ fn clients_say_when_nothing_runs() {
     }
 }
 
-fn as_nobody(args: &[&str]) -> Output {
-    Command::new(BIN)
+const NOBODY: u32 = 65534;
+
+/// Runs `bin` as nobody. The clone may sit where nobody cannot reach it
+/// (under /root, a 0750 home), so the binary is first copied into a
+/// private directory in /tmp that every user may enter.
+fn as_nobody_from(bin: &Path, args: &[&str]) -> Output {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!(
+        "scx_sisutil-nobody-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).expect("cannot create the staging directory");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+        .expect("cannot open the staging directory to other users");
+    let staged = dir.join("scx_sisutil");
+    std::fs::copy(bin, &staged).expect("cannot stage scx_sisutil for nobody");
+    let out = Command::new(&staged)
         .args(args)
-        .uid(65534)
-        .gid(65534)
+        .current_dir("/")
+        .uid(NOBODY)
+        .gid(NOBODY)
         .output()
-        .expect("cannot run scx_sisutil as nobody")
+        .expect("cannot run scx_sisutil as nobody");
+    std::fs::remove_dir_all(&dir).expect("cannot remove the staging directory");
+    out
+}
+
+fn as_nobody(args: &[&str]) -> Output {
+    as_nobody_from(Path::new(BIN), args)
 }
 
 #[test]
@@ -190,6 +213,26 @@ fn non_root_callers_are_refused() {
         "must run as root",
         "bench as nobody",
     );
+}
+
+/// A clone under a directory other users cannot enter (a 0750 home, /root)
+/// with a space in its path: the refusal of a non-root caller still shows.
+#[test]
+fn non_root_checks_hold_wherever_the_clone_lives() {
+    use std::os::unix::fs::PermissionsExt;
+    if !is_root() {
+        return; // switching to nobody needs root
+    }
+    let home = std::env::temp_dir().join(format!("scx_sisutil-home-{}", std::process::id()));
+    let clone = home.join("a clone").join("target");
+    std::fs::create_dir_all(&clone).expect("cannot create the private home");
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o750))
+        .expect("cannot close the private home");
+    let bin = clone.join("scx_sisutil");
+    std::fs::copy(BIN, &bin).expect("cannot copy scx_sisutil into the private home");
+    let out = as_nobody_from(&bin, &["set", "policy", "prop"]);
+    std::fs::remove_dir_all(&home).expect("cannot remove the private home");
+    refuses(&out, 1, "only root", "set as nobody from a private home");
 }
 
 #[test]
