@@ -15,7 +15,7 @@ use crossbeam::channel::{Receiver, Sender, TryRecvError};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_stats::prelude::*;
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
 
 use crate::bpf_intf;
@@ -147,6 +147,14 @@ impl<'a> Scheduler<'a> {
             None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
         )?;
         skel.struct_ops.sisutil_ops_mut().exit_dump_len = s.exit_dump_len;
+        // Queued wakeups, as the fair class has them (TTWU_QUEUE): a waker
+        // hands a task for another CPU to that CPU's wake list and an IPI
+        // instead of spinning on its runqueue lock, which sched_ext makes it
+        // do unless asked. With 8 vCPUs on 2 host cores the lock holder is
+        // often not running, and the wakee waited milliseconds on an idle
+        // CPU (docs/performance.md). Wakeups that this lets skip select_cpu
+        // are placed in enqueue.
+        skel.struct_ops.sisutil_ops_mut().flags = *compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
         publish_topology(&mut skel, &layout, s)?;
 
         let mut skel = scx_ops_load!(skel, sisutil_ops, uei)?;

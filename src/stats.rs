@@ -157,8 +157,10 @@ pub struct Metrics {
     pub elapsed_s: f64,
     #[stat(desc = "Topology")]
     pub topology: String,
-    #[stat(desc = "Wakeups placed by select_cpu")]
+    #[stat(desc = "Wakeups placed (by select_cpu, or by enqueue where the kernel skipped it)")]
     pub wakeups: u64,
+    #[stat(desc = "... placed by enqueue: woken while still switching out (queued wakeup)")]
+    pub queued_wakeups: u64,
     #[stat(desc = "... whose wake target was the waker's CPU (wake-affine)")]
     pub wake_affine: u64,
     #[stat(desc = "... on the wake target, which was idle")]
@@ -243,6 +245,7 @@ impl Metrics {
             elapsed_s: ctx.elapsed_s,
             topology: ctx.topology,
             wakeups: s.wakeups,
+            queued_wakeups: s.queued_wakeups,
             wake_affine: s.affine,
             wake_target: out(bpf_intf::sisu_outcome_SISU_OUT_TARGET),
             wake_prev: out(bpf_intf::sisu_outcome_SISU_OUT_PREV),
@@ -313,10 +316,11 @@ impl Metrics {
         let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
         writeln!(
             w,
-            "wakeups {} ({:.0}/s, affine {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {} rcu-readers {}",
+            "wakeups {} ({:.0}/s, affine {:.1}%, queued {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {} rcu-readers {}",
             self.wakeups,
             ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
             pct(self.wake_affine),
+            pct(self.queued_wakeups),
             pct(self.wake_target),
             pct(self.wake_prev),
             pct(self.wake_recent),

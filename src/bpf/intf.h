@@ -102,7 +102,8 @@ struct sisu_cpu_ctx {
  * enum sisu_policy). The policy is the one active when the wakeup ran.
  */
 struct sisu_stats {
-	u64 wakeups;			/* select_cpu calls */
+	u64 wakeups;			/* wakeups placed (select_cpu, or enqueue) */
+	u64 queued_wakeups;		/* ... in enqueue: select_cpu was skipped */
 	u64 affine;			/* ... whose target was the waker's CPU */
 	u64 outcome[SISU_NR_OUTCOMES];
 	u64 pull_llc;			/* tasks an idle CPU took from its LLC */

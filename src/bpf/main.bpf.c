@@ -607,8 +607,8 @@ static void pick_idle(struct pick *pk, s32 cpu, u32 outcome)
 }
 
 /* select_idle_sibling(), in the kernel's order. */
-static void select_idle_sibling(struct task_struct *p, s32 prev, s32 target, u32 pol,
-				struct sisu_stats *st, struct pick *pk)
+static __always_inline void select_idle_sibling(struct task_struct *p, s32 prev, s32 target,
+						u32 pol, struct sisu_stats *st, struct pick *pk)
 {
 	struct sisu_llc_ctx *lc = llc_ctx(llc_of(target));
 	bool idle_core = false;
@@ -909,6 +909,24 @@ static s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
 	return this_load * 100 * 2 < prev_load * (100 + 117) ? this : prev;
 }
 
+/* Counts a wakeup's placement under @st (NULL: statistics off). */
+static void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const struct pick *pk,
+			 bool queued)
+{
+	u64 *n;
+
+	if (!st)
+		return;
+	st->wakeups++;
+	if (queued)
+		st->queued_wakeups++;
+	if (target != prev)
+		st->affine++;
+	n = MEMBER_VPTR(st->outcome, [pk->outcome]);
+	if (n)
+		(*n)++;
+}
+
 s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	u32 pol = active_policy();
@@ -923,16 +941,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 		target = wake_target(p, prev_cpu, wake_flags);
 		select_idle_sibling(p, prev_cpu, target, pol, st, &pk);
 	}
-
-	if (st) {
-		st->wakeups++;
-		if (target != prev_cpu)
-			st->affine++;
-		u64 *n = MEMBER_VPTR(st->outcome, [pk.outcome]);
-
-		if (n)
-			(*n)++;
-	}
+	count_wakeup(st, prev_cpu, target, &pk, false);
 	if (pk.outcome != SISU_OUT_BUSY)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), 0);
 	return pk.cpu;
@@ -1049,17 +1058,60 @@ static void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice)
 }
 
 /*
- * No idle CPU was found (or the task skipped select_cpu): queue it on its
- * CPU, ordered by virtual time.
+ * Queued wakeups (SCX_OPS_ALLOW_QUEUED_WAKEUP, set at load; see
+ * docs/performance.md) let a waker hand a task to its CPU's wake list
+ * instead of locking that CPU's runqueue. A task woken while it is still
+ * switching out goes there at once, without select_cpu, and its CPU
+ * enqueues it, as the kernel activates such a task on its CPU without
+ * select_task_rq(). The placement runs here instead, with the task's CPU
+ * as the wake target (the waker is not known here), so that every
+ * wakeup still goes through the active policy. Returns whether it found
+ * an idle CPU and sent the task there.
+ */
+static bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	u32 pol = active_policy();
+	struct sisu_stats *st = stats_of(pol);
+	struct pick pk;
+
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags) ||
+	    p->nr_cpus_allowed == 1 || p->migration_disabled)
+		return false;
+	if (pol == SISU_POL_BUILTIN) {
+		s32 idle = scx_bpf_select_cpu_and(p, cpu, 0, p->cpus_ptr, 0);
+
+		if (idle >= 0)
+			pick_idle(&pk, idle, idle == cpu ? SISU_OUT_PREV : SISU_OUT_SCAN);
+		else
+			pick_idle(&pk, cpu, SISU_OUT_BUSY);
+	} else {
+		select_idle_sibling(p, cpu, cpu, pol, st, &pk);
+	}
+	count_wakeup(st, cpu, cpu, &pk, true);
+	if (pk.outcome == SISU_OUT_BUSY)
+		return false;
+	/* The insertion wakes pk.cpu (a reschedule of its idle task). */
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | pk.cpu, task_slice(p), enq_flags);
+	return true;
+}
+
+/*
+ * No idle CPU was found: queue the task on its CPU, ordered by virtual
+ * time.
  */
 void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
-	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-	u64 vtime = bound_credit(rebase(p, cpu), cpu);
-	u64 slice = task_slice(p);
-	u32 *m = MEMBER_VPTR(may_queue, [cpu]);
+	struct task_ctx *tctx;
+	u64 vtime, slice;
+	u32 *m;
 
+	if (place_queued_wakeup(p, cpu, enq_flags))
+		return;
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	vtime = bound_credit(rebase(p, cpu), cpu);
+	slice = task_slice(p);
+	m = MEMBER_VPTR(may_queue, [cpu]);
 	if (in_rcu_reader(p))
 		queue_reader_as_nice0(cpu, &vtime, &slice);
 	if (tctx)
