@@ -80,7 +80,6 @@ NCPUS=$((SOCKETS * CORES * THREADS))
 ((NCPUS >= 1 && NCPUS <= 64)) || die "--shape $SHAPE gives $NCPUS CPUs; 1..64 supported"
 
 KDIR=$("$ROOT/scripts/fetch-kernel.sh")
-KVER=$(cat "$KDIR/version")
 
 WORK=$(mktemp -d)
 cleanup() { rm -rf "$WORK"; }
@@ -140,7 +139,9 @@ done
 if [[ -f /usr/share/dbench/client.txt ]]; then
 	copy_file /usr/share/dbench/client.txt /usr/share/dbench/client.txt
 fi
-copy_file "$KDIR/config" "/boot/config-$KVER"
+# libbpf resolves CONFIG_* externs from /boot/config-$(uname -r); /init
+# links it there, since the release string is the running kernel's.
+copy_file "$KDIR/config" /boot/kernel-config
 cp -r "$ROOT/tests/." "$RD/tests/" 2>/dev/null || true
 mkdir -p "$RD/guest"
 cp -r "$ROOT/scripts/guest/." "$RD/guest/" 2>/dev/null || true
@@ -185,6 +186,7 @@ mount -t tmpfs run /run
 mount -t bpf bpf /sys/fs/bpf
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+ln -sf kernel-config "/boot/config-$(uname -r)"
 ip link set lo up
 hostname sisu-vm
 OUT=/dev/ttyS1

@@ -48,12 +48,10 @@ log "SIS_PROP's avg_idle learns from idle periods"
 check "loads with --policy prop" start_sched /tmp/sched2.log --policy prop --stats 0.5 --json
 sleep 2
 from=$(wc -l </tmp/sched2.log.out)
-# wakebench's four messengers pause 100 us between rounds and their workers
-# sleep between messages, so CPUs go idle for well under a millisecond,
-# thousands of times a second. tbench at 4 clients, used before, no longer
-# did so reliably under TCG: it left the mean at 0.85-0.97 ms even with a
-# build that had passed with it.
-$SCHED wakebench --messengers 4 --workers 1 --seconds 3 --sleep-us 100 >/dev/null 2>&1
+# wakebench's light pattern: four messengers pause 100 us between rounds
+# and their workers sleep between messages, so CPUs go idle for well under
+# a millisecond, thousands of times a second.
+$SCHED wakebench --pattern light --messengers 4 --workers 1 --seconds 3 --sleep-us 100 >/dev/null 2>&1
 check "wakebench completed" [ $? -eq 0 ]
 low=$(min_field prop_avg_idle_ns /tmp/sched2.log.out "$from")
 log "lowest mean avg_idle under wakebench: $low ns (1000000 = the cap it starts at)"
