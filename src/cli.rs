@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use scx_utils::libbpf_clap_opts::LibbpfOpts;
 
 use crate::policy::Policy;
 use crate::sched::Settings;
@@ -10,7 +11,7 @@ use crate::sched::Settings;
 #[derive(Debug, Parser)]
 #[command(
     name = "scx_sisutil",
-    version,
+    disable_version_flag = true,
     about = "A sched_ext scheduler that brings back the kernel's SIS_UTIL and SIS_PROP idle-CPU searches",
     long_about = "A sched_ext scheduler that places waking tasks the way the kernel's \
         select_idle_sibling() does, with the LLC scan limited by SIS_UTIL (default), SIS_PROP \
@@ -89,6 +90,30 @@ pub struct RunOpts {
     /// Verbose output, libbpf's included
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Print the version (with the build's git commit and target) and exit
+    #[arg(short = 'V', long)]
+    pub version: bool,
+
+    /// Describe every statistic and exit
+    #[arg(long)]
+    pub help_stats: bool,
+
+    #[command(flatten, next_help_heading = "Libbpf Options")]
+    pub libbpf: LibbpfOpts,
+}
+
+/// The version as the scx schedulers print it: semver, the git commit the
+/// build came from (if it came from a git checkout), and the target.
+pub fn version() -> String {
+    let full = scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION"));
+    match option_env!("SISUTIL_GIT_VERSION") {
+        Some(git) if !git.is_empty() => {
+            let (semver, rest) = full.split_once(' ').unwrap_or((&full, ""));
+            format!("{semver}-{git} {rest}").trim_end().to_string()
+        }
+        _ => full,
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -212,6 +237,7 @@ impl RunOpts {
             bpf_stats: self.bpf_stats,
             verbose: self.verbose,
             exit_dump_len: self.exit_dump_len,
+            libbpf: self.libbpf.clone(),
         })
     }
 }
@@ -295,5 +321,16 @@ mod tests {
             })
         ));
         assert!(parse(&["--policy", "prop", "status"]).is_err());
+    }
+
+    #[test]
+    fn version_and_libbpf_options() {
+        let v = version();
+        assert!(v.starts_with(env!("CARGO_PKG_VERSION")), "{v}");
+        assert!(v.contains("-linux-"), "the target is named: {v}");
+        assert!(parse(&["-V"]).unwrap().run.version);
+        assert!(parse(&["--help-stats"]).unwrap().run.help_stats);
+        let o = parse(&["--pin-root-path", "/sys/fs/bpf/x", "--policy", "prop"]).unwrap();
+        assert_eq!(o.run.libbpf.pin_root_path.as_deref(), Some("/sys/fs/bpf/x"));
     }
 }

@@ -99,6 +99,15 @@ fn init_logging(verbose: bool) {
 }
 
 fn run(opts: Opts) -> Result<()> {
+    if opts.run.version {
+        println!("scx_sisutil {}", cli::version());
+        return Ok(());
+    }
+    if opts.run.help_stats {
+        return stats::server_data()
+            .describe_meta(&mut std::io::stdout(), None)
+            .context("cannot describe the statistics");
+    }
     match opts.cmd {
         Some(Cmd::Set { what }) => {
             let change = match what {

@@ -117,7 +117,7 @@ pub fn nr_idle_scan(sum_util: u64, width: u64) -> u64 {
 mod tests {
     use super::*;
 
-    /// SPEC.md's table: utilisation in % of the LLC's capacity against the
+    /// docs/policies.md's table: utilisation in % of the LLC's capacity against the
     /// depth for LLC widths 4, 8, 16, 32, 64 and 128.
     const TABLE: [(u64, [u64; 6]); 10] = [
         (0, [4, 8, 16, 32, 64, 128]),

@@ -46,6 +46,7 @@ pub struct Settings {
     pub bpf_stats: bool,
     pub verbose: bool,
     pub exit_dump_len: u32,
+    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
 }
 
 /// Refuses to start where loading cannot work, with the reason.
@@ -134,6 +135,12 @@ impl<'a> Scheduler<'a> {
         } else {
             None
         };
+        // What the scx schedulers log first: their version and options.
+        info!("scx_sisutil {}", crate::cli::version());
+        info!(
+            "scheduler options: {}",
+            std::env::args().collect::<Vec<_>>().join(" ")
+        );
         let topo = Topology::new().context("cannot read the CPU topology")?;
         let layout = Layout::new(&topo)?;
         info!("topology: {}", layout.describe());
@@ -144,7 +151,7 @@ impl<'a> Scheduler<'a> {
             builder,
             open_object,
             sisutil_ops,
-            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+            s.libbpf.clone().into_bpf_open_opts()
         )?;
         skel.struct_ops.sisutil_ops_mut().exit_dump_len = s.exit_dump_len;
         // Queued wakeups, as the fair class has them (TTWU_QUEUE): a waker

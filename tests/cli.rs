@@ -257,3 +257,65 @@ fn a_kernel_without_sched_ext_is_named() {
     ]);
     refuses(&out, 1, "no sched_ext", "bench");
 }
+
+#[test]
+fn version_names_the_build() {
+    let out = run(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("scx_sisutil {}", env!("CARGO_PKG_VERSION"));
+    assert!(text.starts_with(&want), "{text:?}");
+    assert!(text.contains("-linux-"), "the target: {text:?}");
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+}
+
+#[test]
+fn help_stats_describes_every_statistic() {
+    let out = run(&["--help-stats"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for field in [
+        "wakeups",
+        "queued_wakeups",
+        "idle_found",
+        "nr_idle_scan",
+        "util_pct",
+    ] {
+        assert!(text.contains(field), "{field} undescribed in {text}");
+    }
+}
+
+/// The shipped unit passes systemd's own check, starts only where sched_ext
+/// exists, restarts on failure and stops with SIGINT.
+#[test]
+fn the_service_unit_verifies() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/services/scx_sisutil.service"
+    ))
+    .expect("services/scx_sisutil.service");
+    for line in [
+        "ConditionPathIsDirectory=/sys/kernel/sched_ext",
+        "Restart=on-failure",
+        "KillSignal=SIGINT",
+        "ExecStart=/usr/local/bin/scx_sisutil $SISUTIL_FLAGS",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "the unit lacks {line}");
+    }
+    // systemd-analyze wants the binary it names to exist: point it at the
+    // one under test, as scripts/install.sh does with its prefix.
+    let dir = std::env::temp_dir().join(format!("scx_sisutil-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("cannot create a folder for the unit");
+    let path = dir.join("scx_sisutil.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/scx_sisutil", BIN))
+        .expect("cannot write the unit");
+    let out = Command::new("systemd-analyze")
+        .args(["verify", "--man=no"])
+        .arg(&path)
+        .output()
+        .expect("systemd-analyze is missing (scripts/setup.sh installs systemd)");
+    std::fs::remove_dir_all(&dir).expect("cannot remove the unit's folder");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.contains("scx_sisutil")).collect();
+    assert!(out.status.success() && ours.is_empty(), "{err}");
+}
