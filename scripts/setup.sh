@@ -21,7 +21,7 @@ BUILD_PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make)
 # fetch the kernel packages without installing them.
 VM_PKGS=(busybox-static cpio gzip ca-certificates debian-archive-keyring)
 # Workloads and tools that go into the guest.
-BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps)
+BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps socat)
 
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
 # shellcheck source=lib/debian-mirror.sh

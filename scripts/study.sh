@@ -5,11 +5,12 @@
 #
 #   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--out DIR]
 #
-# For every shape it makes three runs with scripts/ab.sh:
+# For every shape it makes four runs with scripts/ab.sh:
 #   DIR/<shape>/hackbench  every arm, hackbench (processes, pipes) 1..16 groups
-#   DIR/<shape>/tbench     every arm, tbench 1 client to 4x the CPUs, and the
-#                          wakeup-latency benchmark, 1 worker per message
-#                          thread up to the CPUs
+#   DIR/<shape>/tbench     every arm, tbench 1 client to 4x the CPUs
+#   DIR/<shape>/wakeup     every arm, the wakeup-latency benchmark
+#                          (schbench's pattern), 1 worker per message thread
+#                          up to the CPUs
 #   DIR/<shape>/shadow     util with prop as its shadow policy: the seed's
 #                          "able to find" matrix and "CPU searched" histograms
 #                          for hackbench 1 and 16 groups and tbench at 4x the
@@ -84,9 +85,12 @@ for shape in "${shapes[@]}"; do
 	echo "=== $shape ($n CPUs): hackbench, all arms"
 	ab --shape "$shape" --out "$OUT/$shape/hackbench" -- \
 		"${arms[@]}" --bench hackbench "${sizes[@]}"
-	echo "=== $shape ($n CPUs): tbench and wakeup latency, all arms"
+	echo "=== $shape ($n CPUs): tbench, all arms"
 	ab --shape "$shape" --out "$OUT/$shape/tbench" -- \
-		"${arms[@]}" --bench tbench,wakeup "${sizes[@]}"
+		"${arms[@]}" --bench tbench "${sizes[@]}"
+	echo "=== $shape ($n CPUs): wakeup latency, all arms"
+	ab --shape "$shape" --out "$OUT/$shape/wakeup" -- \
+		"${arms[@]}" --bench wakeup "${sizes[@]}"
 	echo "=== $shape ($n CPUs): util with prop as its shadow"
 	ab --shape "$shape" --out "$OUT/$shape/shadow" -- \
 		--preset "$PRESET" --iterations "$ITER" --arms util \
@@ -94,4 +98,4 @@ for shape in "${shapes[@]}"; do
 		--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 done
 target/release/scx_sisutil study-summary "$OUT"
-echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,shadow}, the summary in $OUT/summary.md"
+echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,shadow}, the summary in $OUT/summary.md"

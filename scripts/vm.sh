@@ -118,7 +118,7 @@ for applet in $("$BUSYBOX" --list); do
 done
 
 add_bin "$BIN" /usr/bin/scx_sisutil
-for tool in hackbench tbench tbench_srv stress-ng taskset chrt nice nproc bpftool perf; do
+for tool in hackbench tbench tbench_srv stress-ng taskset chrt nice nproc bpftool perf socat; do
 	path=$(command -v "$tool" 2>/dev/null || true)
 	# Some Debian releases ship bpftool and perf as version wrappers;
 	# take the real binary.

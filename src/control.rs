@@ -55,7 +55,8 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// Messages from the stats server's threads to the scheduler's loop.
+/// Requests from the stats socket's threads to the scheduler's loop
+/// (server.rs).
 #[derive(Clone, Debug)]
 pub enum Request {
     Stats,
@@ -139,19 +140,6 @@ fn parse_policy(v: &str) -> Result<Policy> {
         .into_iter()
         .find(|p| p.name() == v)
         .ok_or_else(|| anyhow!("unknown policy {v:?}"))
-}
-
-/// The stats-server side: forwards a control request to the loop.
-pub fn server_reader() -> Box<dyn StatsReaderSend<Request, Reply>> {
-    Box::new(|args, (req, res)| {
-        let change = Change::from_args(args)?;
-        req.send(Request::Control(change))?;
-        match res.recv()? {
-            Reply::Control(Ok(status)) => Ok(serde_json::to_value(status)?),
-            Reply::Control(Err(why)) => bail!("{why}"),
-            Reply::Stats(_) => bail!("unexpected stats reply"),
-        }
-    })
 }
 
 /// The client side: sends `change` to the running instance.

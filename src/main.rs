@@ -10,6 +10,7 @@ mod control;
 mod policy;
 mod runtime;
 mod sched;
+mod server;
 mod stats;
 mod topology;
 mod utilisation;
@@ -104,9 +105,7 @@ fn run(opts: Opts) -> Result<()> {
         return Ok(());
     }
     if opts.run.help_stats {
-        return stats::server_data()
-            .describe_meta(&mut std::io::stdout(), None)
-            .context("cannot describe the statistics");
+        return stats::describe(&mut std::io::stdout()).context("cannot describe the statistics");
     }
     match opts.cmd {
         Some(Cmd::Set { what }) => {

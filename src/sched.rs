@@ -11,10 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
-use crossbeam::channel::{Receiver, Sender, TryRecvError};
+use crossbeam::channel::TryRecvError;
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
-use scx_stats::prelude::*;
 use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
 
@@ -23,6 +22,7 @@ use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::{Reply, Request, Status};
 use crate::policy::{self, Policy};
 use crate::runtime::{self, RunTime};
+use crate::server::Server;
 use crate::stats::{self, Counters, LlcMetrics, Metrics};
 use crate::topology::{self, Layout};
 use crate::utilisation::{self, Tracker};
@@ -125,7 +125,7 @@ pub struct Scheduler<'a> {
     _bpf_stats: Option<runtime::Enabled>,
     counting_since: Instant,
     interval: Duration,
-    server: StatsServer<Request, Reply>,
+    server: Server,
 }
 
 impl<'a> Scheduler<'a> {
@@ -174,10 +174,8 @@ impl<'a> Scheduler<'a> {
         write_cfg(&mut skel, &status, 1)?;
         let link = scx_ops_attach!(skel, sisutil_ops)?;
 
-        let server = StatsServer::new(stats::server_data())
-            .launch()
+        let server = Server::launch(Path::new(crate::cleanup::SOCKET), stats::metas())
             .context("cannot start the stats server")?;
-        restrict_socket();
         info!("scx_sisutil running: {status}");
 
         let nr_ids = layout.cpu_llc.len();
@@ -207,7 +205,6 @@ impl<'a> Scheduler<'a> {
     /// (each yield is a trip through the scheduler's own ops). Requests are
     /// served when the loop wakes, at most SERVE_EVERY after they arrive.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
-        let (res_tx, req_rx) = self.server.channels();
         let mut next = Instant::now() + self.interval;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             let now = Instant::now();
@@ -218,7 +215,7 @@ impl<'a> Scheduler<'a> {
                     next = now + self.interval;
                 }
             }
-            self.serve(&req_rx, &res_tx)?;
+            self.serve()?;
             std::thread::sleep(
                 next.saturating_duration_since(Instant::now())
                     .min(SERVE_EVERY),
@@ -230,11 +227,14 @@ impl<'a> Scheduler<'a> {
         uei_report!(&self.skel, uei)
     }
 
-    /// Answers every request waiting on the stats server's channel.
-    fn serve(&mut self, req_rx: &Receiver<Request>, res_tx: &Sender<Reply>) -> Result<()> {
+    /// Answers every request waiting from the stats socket. A client that
+    /// left meanwhile does not take its reply: nothing to do then.
+    fn serve(&mut self) -> Result<()> {
         loop {
-            match req_rx.try_recv() {
-                Ok(req) => res_tx.send(self.handle(req))?,
+            match self.server.jobs().try_recv() {
+                Ok(job) => {
+                    let _ = job.reply.send(self.handle(job.req));
+                }
                 Err(TryRecvError::Empty) => return Ok(()),
                 Err(TryRecvError::Disconnected) => bail!("the stats server stopped"),
             }
@@ -450,15 +450,6 @@ fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
         ptr::write_volatile(&mut data.cfg.epoch, epoch);
     }
     Ok(())
-}
-
-/// The stats socket also carries policy switches: only root may use it.
-fn restrict_socket() {
-    use std::os::unix::fs::PermissionsExt;
-    let path = crate::cleanup::SOCKET;
-    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
-        warn!("cannot restrict {path} to root: {e}");
-    }
 }
 
 #[cfg(test)]

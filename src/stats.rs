@@ -14,7 +14,7 @@ use scx_stats_derive::{stat_doc, Stats};
 use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
-use crate::control::{self, Reply, Request};
+
 use crate::runtime::RunTime;
 
 const SLOTS: usize = bpf_intf::SISU_HIST_SLOTS as usize;
@@ -479,22 +479,18 @@ pub fn box_table(head: &[&str], rows: &[Vec<String>]) -> String {
     out.join("\n")
 }
 
-/// The stats server's data: target "top" serves the metrics, target
-/// "control" carries the run-time switch (see control.rs).
-pub fn server_data() -> StatsServerData<Request, Reply> {
-    let top: Box<dyn StatsReaderSend<Request, Reply>> = Box::new(|_args, (req, res)| {
-        req.send(Request::Stats)?;
-        match res.recv()? {
-            Reply::Stats(m) => m.to_json(),
-            Reply::Control(r) => bail!("unexpected control reply {r:?}"),
-        }
-    });
-    StatsServerData::new()
-        .add_meta(LlcMetrics::meta())
-        .add_meta(OpMetrics::meta())
-        .add_meta(Metrics::meta())
-        .add_stats("top", top)
-        .add_stats(control::TARGET, control::server_reader())
+/// What each statistic is, for the socket's "stats_meta" request and for
+/// --help-stats.
+pub fn metas() -> Vec<StatsMeta> {
+    vec![LlcMetrics::meta(), OpMetrics::meta(), Metrics::meta()]
+}
+
+/// Describes every statistic (--help-stats).
+pub fn describe<W: Write>(w: &mut W) -> Result<()> {
+    metas()
+        .into_iter()
+        .fold(StatsServerData::<(), ()>::new(), |d, m| d.add_meta(m))
+        .describe_meta(w, None)
 }
 
 /// The metrics of the running instance.

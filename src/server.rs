@@ -1,0 +1,456 @@
+//! The stats socket, which also carries the run-time switch: scx_stats'
+//! wire protocol (one JSON request per line, `{"req": "stats" |
+//! "stats_meta", "args": {...}}`; one JSON reply per line, `{"errno": N,
+//! "args": {"resp": ...}}`), served within bounds.
+//!
+//! Not the scx_stats crate's server: it starts a thread per connection
+//! without limit and reads each request with an unbounded `read_line`, so
+//! clients that send without a newline grow the scheduler until the OOM
+//! killer ends it, and it has no setting for either. Keeping the protocol
+//! keeps its clients working (`--monitor`, `stats`, `set`, the harness, the
+//! scx tools that read the socket). The bounds:
+//! - at most `MAX_CLIENTS` connections; a new one beyond that evicts the
+//!   connection that has held a half-sent request longest, else the one
+//!   silent longest, so that a crowd of hostile clients cannot lock out
+//!   `set policy` or `stats`;
+//! - a request is at most `MAX_REQUEST` bytes and must arrive whole within
+//!   `PARTIAL_TIMEOUT` of its first byte; a connection may stay silent
+//!   between requests for `IDLE_TIMEOUT`; a reply must be taken within
+//!   `WRITE_TIMEOUT`. A client over a bound gets an error line (if it still
+//!   reads) and is dropped.
+//!
+//! So memory and threads stay flat whatever the clients do: per connection
+//! one thread with a small stack and one request buffer.
+//!
+//! Requests reach the scheduler's loop as jobs, each with its own reply
+//! channel: a slow client holds up only its own connection.
+
+use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use crossbeam::channel::{unbounded, Receiver, Sender};
+use log::warn;
+use scx_stats::prelude::*;
+use serde_json::{json, Value};
+
+use crate::control::{self, Change, Reply, Request};
+
+pub const MAX_CLIENTS: usize = 32;
+pub const MAX_REQUEST: usize = 64 * 1024;
+pub const PARTIAL_TIMEOUT: Duration = Duration::from_secs(2);
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a request may wait for the loop (which serves every 50 ms).
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a connection's thread wakes to check its deadlines.
+const TICK: Duration = Duration::from_millis(250);
+const STACK: usize = 256 * 1024;
+
+/// A request for the scheduler's loop and where its reply goes.
+pub struct Job {
+    pub req: Request,
+    pub reply: mpsc::Sender<Reply>,
+}
+
+/// What the acceptor knows of a connection, to choose one to evict.
+struct Slot {
+    stream: UnixStream,
+    /// Since when it has held part of a request, if it does.
+    partial_since: Option<Instant>,
+    /// When it last finished a request (or connected).
+    quiet_since: Instant,
+}
+
+type Slots = Arc<Mutex<BTreeMap<u64, Slot>>>;
+
+pub struct Server {
+    jobs: Receiver<Job>,
+    path: std::path::PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+impl Server {
+    /// Binds `path` (root only) and serves it on threads of its own.
+    pub fn launch(path: &Path, metas: Vec<StatsMeta>) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {dir:?}"))?;
+        }
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove the stale {path:?}"))
+            }
+            _ => {}
+        }
+        let listener = UnixListener::bind(path)
+            .with_context(|| format!("cannot create the socket {path:?}"))?;
+        restrict(path);
+        let meta: BTreeMap<String, StatsMeta> =
+            metas.into_iter().map(|m| (m.name.clone(), m)).collect();
+        let meta =
+            Arc::new(serde_json::to_value(meta).context("cannot encode the stats metadata")?);
+        let (tx, rx) = unbounded();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("stats-accept".into())
+            .stack_size(STACK)
+            .spawn(move || accept(listener, tx, meta, flag))
+            .context("cannot start the stats server")?;
+        Ok(Self {
+            jobs: rx,
+            path: path.to_path_buf(),
+            stop,
+        })
+    }
+
+    /// The requests waiting for the loop.
+    pub fn jobs(&self) -> &Receiver<Job> {
+        &self.jobs
+    }
+}
+
+/// A restart (CPU hotplug) binds the socket anew: the old acceptor must
+/// let go of it first. A connection wakes it to see the flag.
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = UnixStream::connect(&self.path);
+    }
+}
+
+/// Only root may read stats or switch policies.
+fn restrict(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+        warn!("cannot restrict {path:?} to root: {e}");
+    }
+}
+
+fn accept(listener: UnixListener, jobs: Sender<Job>, meta: Arc<Value>, stop: Arc<AtomicBool>) {
+    let slots: Slots = Arc::new(Mutex::new(BTreeMap::new()));
+    for (id, stream) in (0u64..).zip(listener.incoming()) {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let Ok(watch) = stream.try_clone() else {
+            continue;
+        };
+        if let Ok(mut s) = slots.lock() {
+            if s.len() >= MAX_CLIENTS {
+                evict(&mut s);
+            }
+            s.insert(
+                id,
+                Slot {
+                    stream: watch,
+                    partial_since: None,
+                    quiet_since: Instant::now(),
+                },
+            );
+        }
+        let conn = Conn {
+            id,
+            stream,
+            slots: slots.clone(),
+            jobs: jobs.clone(),
+            meta: meta.clone(),
+        };
+        let spawned = std::thread::Builder::new()
+            .name("stats-conn".into())
+            .stack_size(STACK)
+            .spawn(move || conn.serve());
+        if spawned.is_err() {
+            if let Ok(mut s) = slots.lock() {
+                s.remove(&id);
+            }
+        }
+    }
+}
+
+/// Drops the connection that has held a half-sent request longest, else
+/// the one silent longest.
+fn evict(slots: &mut BTreeMap<u64, Slot>) {
+    let victim = slots
+        .iter()
+        .filter_map(|(id, s)| s.partial_since.map(|t| (t, *id)))
+        .min()
+        .or_else(|| slots.iter().map(|(id, s)| (s.quiet_since, *id)).min())
+        .map(|(_, id)| id);
+    if let Some(s) = victim.and_then(|id| slots.remove(&id)) {
+        let mut stream = s.stream;
+        // Never block the acceptor on a client that does not read.
+        let _ = stream.set_nonblocking(true);
+        let _ = stream.write_all(&error_line(libc::EBUSY, "too many connections: dropped"));
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn error_line(errno: i32, why: &str) -> Vec<u8> {
+    reply_line(errno, json!(why))
+}
+
+fn reply_line(errno: i32, resp: Value) -> Vec<u8> {
+    let mut line = json!({ "errno": errno, "args": { "resp": resp } }).to_string();
+    line.push('\n');
+    line.into_bytes()
+}
+
+struct Conn {
+    id: u64,
+    stream: UnixStream,
+    slots: Slots,
+    jobs: Sender<Job>,
+    meta: Arc<Value>,
+}
+
+impl Conn {
+    fn serve(mut self) {
+        if self.stream.set_read_timeout(Some(TICK)).is_ok()
+            && self.stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_ok()
+        {
+            if let Err(why) = self.run() {
+                let _ = self.stream.write_all(&error_line(libc::EINVAL, &why));
+            }
+        }
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+        if let Ok(mut s) = self.slots.lock() {
+            s.remove(&self.id);
+        }
+    }
+
+    /// Reads and answers requests until the client leaves (Ok) or breaks a
+    /// bound (Err, with what to tell it).
+    fn run(&mut self) -> Result<(), String> {
+        let mut line: Vec<u8> = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut quiet_since = Instant::now();
+        let mut partial_since: Option<Instant> = None;
+        loop {
+            if let Some(t) = partial_since {
+                if t.elapsed() > PARTIAL_TIMEOUT {
+                    return Err(format!(
+                        "request not complete within {} s: dropped",
+                        PARTIAL_TIMEOUT.as_secs()
+                    ));
+                }
+            } else if quiet_since.elapsed() > IDLE_TIMEOUT {
+                return Err(format!("silent for {} s: dropped", IDLE_TIMEOUT.as_secs()));
+            }
+            let n = match self.stream.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    continue
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => return Ok(()),
+            };
+            let mut rest = &buf[..n];
+            while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+                if line.len() + end > MAX_REQUEST {
+                    return Err(too_long());
+                }
+                line.extend_from_slice(&rest[..end]);
+                rest = &rest[end + 1..];
+                let reply = self.answer(&line);
+                line.clear();
+                if self.stream.write_all(&reply).is_err() {
+                    return Ok(());
+                }
+                partial_since = None;
+                quiet_since = Instant::now();
+                self.note(None, quiet_since);
+            }
+            if line.len() + rest.len() > MAX_REQUEST {
+                return Err(too_long());
+            }
+            if !rest.is_empty() && line.is_empty() && partial_since.is_none() {
+                let now = Instant::now();
+                partial_since = Some(now);
+                self.note(Some(now), quiet_since);
+            }
+            line.extend_from_slice(rest);
+        }
+    }
+
+    /// Tells the acceptor this connection's state, for eviction.
+    fn note(&self, partial_since: Option<Instant>, quiet_since: Instant) {
+        if let Ok(mut s) = self.slots.lock() {
+            if let Some(slot) = s.get_mut(&self.id) {
+                slot.partial_since = partial_since;
+                slot.quiet_since = quiet_since;
+            }
+        }
+    }
+
+    fn answer(&self, line: &[u8]) -> Vec<u8> {
+        match self.handle(line) {
+            Ok(resp) => reply_line(0, resp),
+            Err((errno, why)) => error_line(errno, &why),
+        }
+    }
+
+    fn handle(&self, line: &[u8]) -> Result<Value, (i32, String)> {
+        let einval = |why: String| (libc::EINVAL, why);
+        let req: StatsRequest =
+            serde_json::from_slice(line).map_err(|e| einval(format!("bad request: {e}")))?;
+        match req.req.as_str() {
+            "stats_meta" => Ok((*self.meta).clone()),
+            "stats" => match req.args.get("target").map_or("top", String::as_str) {
+                "top" => match self.ask(Request::Stats)? {
+                    Reply::Stats(m) => serde_json::to_value(m).map_err(|e| einval(e.to_string())),
+                    Reply::Control(_) => Err(einval("unexpected control reply".into())),
+                },
+                control::TARGET => {
+                    let change = Change::from_args(&req.args).map_err(|e| einval(e.to_string()))?;
+                    match self.ask(Request::Control(change))? {
+                        Reply::Control(Ok(status)) => {
+                            serde_json::to_value(status).map_err(|e| einval(e.to_string()))
+                        }
+                        Reply::Control(Err(why)) => Err(einval(why)),
+                        Reply::Stats(_) => Err(einval("unexpected stats reply".into())),
+                    }
+                }
+                other => Err(einval(format!("unknown stat target {other:?}"))),
+            },
+            other => Err(einval(format!("unknown command {other:?}"))),
+        }
+    }
+
+    /// Hands a request to the scheduler's loop and waits for its answer.
+    fn ask(&self, req: Request) -> Result<Reply, (i32, String)> {
+        let (tx, rx) = mpsc::channel();
+        let gone = || (libc::ESHUTDOWN, "the scheduler is stopping".to_string());
+        self.jobs.send(Job { req, reply: tx }).map_err(|_| gone())?;
+        rx.recv_timeout(REPLY_TIMEOUT).map_err(|_| gone())
+    }
+}
+
+fn too_long() -> String {
+    format!("request longer than {} KiB: dropped", MAX_REQUEST / 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+
+    /// A server on a private path, answered by a stand-in for the loop.
+    fn start(tag: &str) -> (Server, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!("sisu-sock-{}-{tag}", std::process::id()));
+        let path = dir.join("stats");
+        let server = Server::launch(&path, crate::stats::metas()).unwrap();
+        let jobs = server.jobs().clone();
+        std::thread::spawn(move || {
+            for job in jobs.iter() {
+                let reply = match job.req {
+                    Request::Stats => Reply::Stats(Box::default()),
+                    Request::Control(c) if c.policy.is_some() => {
+                        Reply::Control(Ok(control::Status {
+                            policy: c.policy.unwrap(),
+                            shadow: None,
+                            small_llc: 0,
+                            switches: 1,
+                        }))
+                    }
+                    Request::Control(_) => Reply::Control(Err("nothing to change".into())),
+                };
+                let _ = job.reply.send(reply);
+            }
+        });
+        (server, path)
+    }
+
+    fn client(path: &Path) -> StatsClient {
+        StatsClient::new()
+            .set_path(path)
+            .connect(Some(2000))
+            .unwrap()
+    }
+
+    #[test]
+    fn speaks_the_scx_stats_protocol() {
+        let (_server, path) = start("proto");
+        let mut c = client(&path);
+        let m: crate::stats::Metrics = c.request("stats", vec![]).unwrap();
+        assert_eq!(m.wakeups, 0);
+        let meta: BTreeMap<String, Value> = c.request("stats_meta", vec![]).unwrap();
+        assert!(meta.contains_key("Metrics") && meta.contains_key("LlcMetrics"));
+        let change = Change {
+            policy: Some(crate::policy::Policy::Prop),
+            ..Default::default()
+        };
+        let st: control::Status = c.request("stats", change.to_args()).unwrap();
+        assert_eq!(st.policy, crate::policy::Policy::Prop);
+        let refused = c.request::<Value>("stats", Change::default().to_args());
+        let err = refused.unwrap_err();
+        assert!(err.downcast_ref::<StatsErrno>().is_some(), "{err:#}");
+        assert!(c
+            .request::<Value>("stats", vec![("target".into(), "x".into())])
+            .is_err());
+    }
+
+    /// Sends `bytes`, then reads what the server says until it closes.
+    fn exchange(path: &Path, bytes: &[u8]) -> (String, Duration) {
+        let mut s = UnixStream::connect(path).unwrap();
+        let t = Instant::now();
+        let _ = s.write_all(bytes);
+        let mut out = String::new();
+        let _ = BufReader::new(s).read_line(&mut out);
+        (out, t.elapsed())
+    }
+
+    #[test]
+    fn a_request_without_end_is_dropped() {
+        let (_server, path) = start("long");
+        let (out, _) = exchange(&path, &vec![b'x'; MAX_REQUEST + 4096]);
+        assert!(out.contains("longer than 64 KiB"), "{out}");
+        // Half a request, then silence: dropped after PARTIAL_TIMEOUT.
+        let (out, took) = exchange(&path, b"{\"req\":\"sta");
+        assert!(out.contains("not complete within"), "{out}");
+        assert!(
+            took >= PARTIAL_TIMEOUT && took < PARTIAL_TIMEOUT * 3,
+            "{took:?}"
+        );
+        // Garbage and wrong types get an error line and the connection stays.
+        let mut s = UnixStream::connect(&path).unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        for bad in [
+            "garbage",
+            "{\"req\":1}",
+            "{\"req\":\"stats\",\"args\":{\"target\":7}}",
+        ] {
+            s.write_all(format!("{bad}\n").as_bytes()).unwrap();
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            let v: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(v["errno"], libc::EINVAL, "{bad}: {line}");
+        }
+    }
+
+    #[test]
+    fn a_crowd_cannot_lock_out_a_client() {
+        let (_server, path) = start("crowd");
+        // Every slot taken by a client holding half a request.
+        let crowd: Vec<UnixStream> = (0..MAX_CLIENTS + 8)
+            .map(|_| {
+                let mut s = UnixStream::connect(&path).unwrap();
+                s.write_all(b"{\"req\":").unwrap();
+                s
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut c = client(&path);
+        let m: crate::stats::Metrics = c.request("stats", vec![]).unwrap();
+        assert_eq!(m.wakeups, 0);
+        drop(crowd);
+    }
+}
