@@ -14,7 +14,6 @@ use scx_stats_derive::{stat_doc, Stats};
 use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
-
 use crate::runtime::RunTime;
 
 const SLOTS: usize = bpf_intf::SISU_HIST_SLOTS as usize;
@@ -160,6 +159,7 @@ pub struct Metrics {
     #[stat(desc = "Wakeups placed (by select_cpu, or by enqueue where the kernel skipped it)")]
     pub wakeups: u64,
     #[stat(desc = "... placed by enqueue: woken while still switching out (queued wakeup)")]
+    #[serde(default)] // results files from before it was counted
     pub queued_wakeups: u64,
     #[stat(desc = "... whose wake target was the waker's CPU (wake-affine)")]
     pub wake_affine: u64,
@@ -536,6 +536,14 @@ pub fn monitor(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_from_before_queued_wakeups_still_read() {
+        let mut v = serde_json::to_value(Metrics::default()).unwrap();
+        v.as_object_mut().unwrap().remove("queued_wakeups");
+        let m: Metrics = serde_json::from_value(v).unwrap();
+        assert_eq!(m.queued_wakeups, 0);
+    }
 
     fn record(f: impl Fn(&mut bpf_intf::sisu_stats)) -> Vec<u8> {
         let mut s = Counters::default().view();

@@ -1096,8 +1096,9 @@ static bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 }
 
 /*
- * No idle CPU was found: queue the task on its CPU, ordered by virtual
- * time.
+ * A task that did not go straight to an idle CPU (a wakeup that found
+ * none, a preempted task, a task whose slice ran out) waits in its CPU's
+ * queue, ordered by virtual time.
  */
 void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 {

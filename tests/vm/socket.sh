@@ -79,8 +79,8 @@ done
 log "under attack: RSS up to $max_rss kB, up to $max_threads threads; stats took up to ${worst_stats}0 ms, set policy up to ${worst_set}0 ms"
 check "RSS stayed below $((RSS_LIMIT_KB / 1024)) MB" [ $max_rss -gt 0 -a $max_rss -lt $RSS_LIMIT_KB ]
 check "threads stayed bounded (at most 48)" [ $max_threads -gt 0 -a $max_threads -le 48 ]
-check "stats answered within 3 s every time" [ $worst_stats -le 300 ]
-check "set policy took effect within 3 s every time" [ $worst_set -le 300 ]
+check "stats answered within 5 s every time" [ $worst_stats -le 500 ]
+check "set policy took effect within 5 s every time" [ $worst_set -le 500 ]
 kill $pids 2>/dev/null
 wait $pids 2>/dev/null
 killall socat 2>/dev/null
