@@ -10,6 +10,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/target-dir.sh
+source "$ROOT/scripts/lib/target-dir.sh"
 PREFIX=/usr/local
 SERVICE=1
 while [[ $# -gt 0 ]]; do
@@ -27,7 +29,7 @@ fi
 
 "$ROOT/scripts/setup.sh" --build
 (cd "$ROOT" && cargo build --release --locked)
-install -D -m 0755 "$ROOT/target/release/scx_sisutil" "$PREFIX/bin/scx_sisutil"
+install -D -m 0755 "$TARGET/release/scx_sisutil" "$PREFIX/bin/scx_sisutil"
 echo "install.sh: $PREFIX/bin/scx_sisutil ($("$PREFIX/bin/scx_sisutil" --version))"
 ((SERVICE)) || exit 0
 

@@ -27,6 +27,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/target-dir.sh
+source "$ROOT/scripts/lib/target-dir.sh"
 cd "$ROOT"
 SHAPES=1x16,2x8,1x8x2
 OUT=results/study
@@ -97,5 +99,5 @@ for shape in "${shapes[@]}"; do
 		--scheduler-args "--shadow prop" \
 		--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 done
-target/release/scx_sisutil study-summary "$OUT"
+"$TARGET/release/scx_sisutil" study-summary "$OUT"
 echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,shadow}, the summary in $OUT/summary.md"

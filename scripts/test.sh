@@ -10,6 +10,8 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/target-dir.sh
+source "$ROOT/scripts/lib/target-dir.sh"
 cd "$ROOT"
 
 UNIT=1

@@ -14,11 +14,13 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/target-dir.sh
+source "$ROOT/scripts/lib/target-dir.sh"
 SHAPE=2x4
 MEM=2G
 TIMEOUT=900
 ACCEL=auto
-BIN=$ROOT/target/release/scx_sisutil
+BIN=$TARGET/release/scx_sisutil
 CONSOLE=
 OUTDIR=
 EXTRA=()
