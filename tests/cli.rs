@@ -161,13 +161,25 @@ fn as_nobody_from(bin: &Path, args: &[&str]) -> Output {
         .expect("cannot open the staging directory to other users");
     let staged = dir.join("scx_sisutil");
     std::fs::copy(bin, &staged).expect("cannot stage scx_sisutil for nobody");
-    let out = Command::new(&staged)
-        .args(args)
-        .current_dir("/")
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .output()
-        .expect("cannot run scx_sisutil as nobody");
+    // A test running beside this one may fork while the copy is still open
+    // for writing; its child holds the file open until it execs, and running
+    // the copy meanwhile fails with ETXTBSY. That passes: try again.
+    let mut tries = 0;
+    let out = loop {
+        match Command::new(&staged)
+            .args(args)
+            .current_dir("/")
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .output()
+        {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            r => break r.expect("cannot run scx_sisutil as nobody"),
+        }
+    };
     std::fs::remove_dir_all(&dir).expect("cannot remove the staging directory");
     out
 }
