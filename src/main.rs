@@ -101,7 +101,7 @@ fn init_logging(verbose: bool) {
 
 fn run(opts: Opts) -> Result<()> {
     if opts.run.version {
-        println!("scx_sisutil {}", cli::version());
+        println!("scx_sisutil {}", sched::version());
         return Ok(());
     }
     if opts.run.help_stats {

@@ -49,6 +49,19 @@ pub struct Settings {
     pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
 }
 
+/// The version as the scx schedulers print it: semver, the git commit the
+/// build came from (if it came from a git checkout), and the target.
+pub fn version() -> String {
+    let full = scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION"));
+    match option_env!("SISUTIL_GIT_VERSION") {
+        Some(git) if !git.is_empty() => {
+            let (semver, rest) = full.split_once(' ').unwrap_or((&full, ""));
+            format!("{semver}-{git} {rest}").trim_end().to_string()
+        }
+        _ => full,
+    }
+}
+
 /// Refuses to start where loading cannot work, with the reason.
 pub fn preflight() -> Result<()> {
     // SAFETY: geteuid() has no preconditions.
@@ -136,7 +149,7 @@ impl<'a> Scheduler<'a> {
             None
         };
         // What the scx schedulers log first: their version and options.
-        info!("scx_sisutil {}", crate::cli::version());
+        info!("scx_sisutil {}", version());
         info!(
             "scheduler options: {}",
             std::env::args().collect::<Vec<_>>().join(" ")
@@ -455,6 +468,13 @@ fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_names_semver_and_target() {
+        let v = version();
+        assert!(v.starts_with(env!("CARGO_PKG_VERSION")), "{v}");
+        assert!(v.contains("-linux-"), "the target is named: {v}");
+    }
 
     #[test]
     fn refuses_to_start_beside_a_loaded_scheduler() {

@@ -89,6 +89,18 @@ check "still loaded" [ "$(state)" = enabled ]
 log "control requests of the right shape with bad contents"
 before=$($SCHED status)
 send() { echo "$1" | socat -t 3 - UNIX-CONNECT:$SOCK 2>/dev/null; }
+# refused REQ: sends it; counts it in total, and in bad unless the reply is
+# one line with a non-zero errno.
+refused() {
+	total=$((total + 1))
+	_out=$(send "$1")
+	_lines=$(echo "$_out" | grep -c .)
+	_errno=$(json_field errno "$_out")
+	if [ "$_lines" -ne 1 ] || [ "${_errno:-0}" -eq 0 ]; then
+		bad=$((bad + 1))
+		log "not refused in one line: $1 -> $_out"
+	fi
+}
 bad=0
 total=0
 for req in \
@@ -106,14 +118,7 @@ for req in \
 	'{"req":123,"args":{}}' \
 	'{"req":"stats","args":{"target":"nowhere"}}' \
 	'{"req":"restart","args":{"target":"control"}}'; do
-	total=$((total + 1))
-	out=$(send "$req")
-	lines=$(echo "$out" | grep -c .)
-	errno=$(json_field errno "$out")
-	if [ "$lines" -ne 1 ] || [ "${errno:-0}" -eq 0 ]; then
-		bad=$((bad + 1))
-		log "not refused in one line: $req -> $out"
-	fi
+	refused "$req"
 done
 # Random ones: keys and values drawn from sets of wrong ones.
 keys="policy shadow small_llc target colour 0"
@@ -125,14 +130,7 @@ while [ $i -lt 30 ]; do
 	v=$(echo "$vals" | tr ' ' '\n' | sed -n "$((RANDOM % 13 + 1))p")
 	req="{\"req\":\"stats\",\"args\":{\"target\":\"control\",\"$k\":$v}}"
 	[ "$k" = target ] && req="{\"req\":\"stats\",\"args\":{\"target\":$v}}"
-	total=$((total + 1))
-	out=$(send "$req")
-	lines=$(echo "$out" | grep -c .)
-	errno=$(json_field errno "$out")
-	if [ "$lines" -ne 1 ] || [ "${errno:-0}" -eq 0 ]; then
-		bad=$((bad + 1))
-		log "not refused in one line: $req -> $out"
-	fi
+	refused "$req"
 done
 log "$total bad requests, $bad not refused"
 check "every bad request got one error line" [ $bad -eq 0 ]
