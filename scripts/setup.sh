@@ -22,6 +22,9 @@ BUILD_PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make)
 VM_PKGS=(busybox-static cpio gzip ca-certificates debian-archive-keyring)
 # Workloads and tools that go into the guest.
 BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps socat)
+# Tests: the scx project's OpenMetrics exporter (a Python script shipped in
+# the scx_stats crate) runs against the stats server in the unit tests.
+TEST_PKGS=(python3 python3-prometheus-client)
 
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
 # shellcheck source=lib/debian-mirror.sh
@@ -53,7 +56,7 @@ fi
 if ((ONLY_BUILD)); then
 	mapfile -t TODO < <(missing "${BUILD_PKGS[@]}")
 else
-	mapfile -t TODO < <(missing "${BUILD_PKGS[@]}" "${VM_PKGS[@]}" "${BENCH_PKGS[@]}" systemd qemu-system-x86)
+	mapfile -t TODO < <(missing "${BUILD_PKGS[@]}" "${VM_PKGS[@]}" "${BENCH_PKGS[@]}" "${TEST_PKGS[@]}" systemd qemu-system-x86)
 fi
 if [[ ${#TODO[@]} -eq 0 ]]; then
 	echo "setup.sh: all packages present"

@@ -3,7 +3,7 @@
 //! the policy or its options; the instance applies the change between two
 //! wakeups, without unloading, and answers with its new state.
 //!
-//! The socket is the stats server's (root-only, see sched.rs); a request
+//! The socket is the stats server's (root-only, see server.rs); a request
 //! is a stats request for the target "control" whose arguments say what to
 //! change.
 
@@ -14,7 +14,7 @@ use scx_stats::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Policy;
-use crate::stats::Metrics;
+use crate::{socket, sysfs};
 
 /// The stats target that carries control requests.
 pub const TARGET: &str = "control";
@@ -53,20 +53,6 @@ impl std::fmt::Display for Status {
         }
         write!(f, " ({} switch(es) since start)", self.switches)
     }
-}
-
-/// Requests from the stats socket's threads to the scheduler's loop
-/// (server.rs).
-#[derive(Clone, Debug)]
-pub enum Request {
-    Stats,
-    Control(Change),
-}
-
-#[derive(Clone, Debug)]
-pub enum Reply {
-    Stats(Box<Metrics>),
-    Control(Result<Status, String>),
 }
 
 impl Change {
@@ -144,16 +130,9 @@ fn parse_policy(v: &str) -> Result<Policy> {
 
 /// The client side: sends `change` to the running instance.
 pub fn send(change: &Change) -> Result<Status> {
-    // SAFETY: geteuid() has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("only root may change the running scheduler's settings");
-    }
-    if !running_is_ours()? {
-        bail!("no scx_sisutil instance is running");
-    }
-    let mut client = StatsClient::new().connect(None).map_err(|_| {
-        anyhow!("no scx_sisutil instance is running (its stats socket does not answer)")
-    })?;
+    sysfs::require_root("only root may change the running scheduler's settings")?;
+    sysfs::require_ours()?;
+    let mut client = socket::connect(None)?;
     match client.request::<Status>("stats", change.to_args()) {
         Ok(status) => Ok(status),
         // The server answers a refusal with an errno and the reason as a
@@ -168,16 +147,6 @@ pub fn send(change: &Change) -> Result<Status> {
         }
         Err(e) => Err(e.context("the running instance did not answer")),
     }
-}
-
-/// Whether the loaded sched_ext scheduler is scx_sisutil.
-pub fn running_is_ours() -> Result<bool> {
-    let state = std::fs::read_to_string("/sys/kernel/sched_ext/state").unwrap_or_default();
-    if state.trim() != "enabled" {
-        return Ok(false);
-    }
-    let ops = std::fs::read_to_string("/sys/kernel/sched_ext/root/ops").unwrap_or_default();
-    Ok(ops.trim().starts_with(crate::sched::OPS_NAME))
 }
 
 #[cfg(test)]

@@ -4,14 +4,16 @@
 mod bench;
 mod bpf_intf;
 mod bpf_skel;
-mod cleanup;
 mod cli;
 mod control;
 mod policy;
 mod runtime;
 mod sched;
 mod server;
+mod socket;
 mod stats;
+mod sysfs;
+mod tables;
 mod topology;
 mod utilisation;
 mod wakebench;
@@ -127,9 +129,7 @@ fn run(opts: Opts) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Stats { json }) => {
-            if !control::running_is_ours()? {
-                return Err(anyhow!("no scx_sisutil instance is running"));
-            }
+            sysfs::require_ours()?;
             stats::print_once(json)
         }
         Some(Cmd::ResetStats) => {
@@ -140,7 +140,7 @@ fn run(opts: Opts) -> Result<()> {
             println!("{}", control::send(&change)?);
             Ok(())
         }
-        Some(Cmd::WatchSocket) => cleanup::run_watcher(),
+        Some(Cmd::WatchSocket) => socket::run_watcher(),
         Some(Cmd::Bench(b)) => bench::run(&b, shutdown_flag()?),
         Some(Cmd::Compare { a, b, alpha }) => {
             if !(alpha > 0.0 && alpha < 1.0) {
@@ -175,9 +175,7 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
 }
 
 fn monitor(secs: f64, json: bool) -> Result<()> {
-    if !control::running_is_ours()? {
-        return Err(anyhow!("no scx_sisutil instance is running"));
-    }
+    sysfs::require_ours()?;
     stats::monitor(Duration::from_secs_f64(secs), json, shutdown_flag()?)
 }
 
@@ -186,7 +184,7 @@ fn run_scheduler(opts: &RunOpts) -> Result<()> {
     sched::preflight()?;
     let shutdown = shutdown_flag()?;
     let mut printer = opts.stats.map(|secs| (secs, opts.json));
-    let mut watcher = cleanup::Watcher::spawn()?;
+    let mut watcher = socket::Watcher::spawn()?;
 
     let mut open_object = MaybeUninit::uninit();
     loop {

@@ -19,17 +19,15 @@ use scx_utils::{Topology, UserExitInfo};
 
 use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
-use crate::control::{Reply, Request, Status};
+use crate::control::Status;
 use crate::policy::{self, Policy};
 use crate::runtime::{self, RunTime};
-use crate::server::Server;
-use crate::stats::{self, Counters, LlcMetrics, Metrics};
+use crate::server::{Reply, Request, Server};
+use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics};
+use crate::sysfs;
 use crate::topology::{self, Layout};
 use crate::utilisation::{self, Tracker};
 
-/// The name the kernel shows in /sys/kernel/sched_ext/root/ops.
-pub const OPS_NAME: &str = "sisutil";
-const SCHED_EXT: &str = "/sys/kernel/sched_ext";
 /// The longest a stats or control request waits for the loop to wake.
 const SERVE_EVERY: Duration = Duration::from_millis(50);
 
@@ -64,18 +62,17 @@ pub fn version() -> String {
 
 /// Refuses to start where loading cannot work, with the reason.
 pub fn preflight() -> Result<()> {
-    // SAFETY: geteuid() has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF");
-    }
-    if !Path::new(SCHED_EXT).exists() {
+    sysfs::require_root(
+        "must run as root: loading a BPF scheduler needs CAP_SYS_ADMIN and CAP_BPF",
+    )?;
+    if !sysfs::present() {
         bail!(
-            "this kernel has no sched_ext ({SCHED_EXT} is missing; it needs CONFIG_SCHED_CLASS_EXT=y, Linux 6.12 or later)"
+            "this kernel has no sched_ext ({} is missing; it needs CONFIG_SCHED_CLASS_EXT=y, Linux 6.12 or later)",
+            sysfs::SCHED_EXT
         );
     }
-    let state = settled_state()?;
-    let ops = std::fs::read_to_string(format!("{SCHED_EXT}/root/ops")).unwrap_or_default();
-    match refusal(&state, &ops) {
+    let state = sysfs::settled_state()?;
+    match refusal(&state, &sysfs::ops()) {
         Some(why) => bail!(why),
         None => Ok(()),
     }
@@ -88,7 +85,7 @@ fn refusal(state: &str, ops: &str) -> Option<String> {
     if state == "disabled" {
         return None;
     }
-    if ops.starts_with(OPS_NAME) {
+    if ops.starts_with(sysfs::OPS_NAME) {
         return Some(format!(
             "scx_sisutil is already running ({ops}); change its policy with `scx_sisutil set policy ...`"
         ));
@@ -97,21 +94,6 @@ fn refusal(state: &str, ops: &str) -> Option<String> {
         "another sched_ext scheduler is already loaded ({}); unload it first",
         if ops.is_empty() { state } else { ops }
     ))
-}
-
-/// sched_ext's state, once a scheduler that is going away (after a
-/// SIGKILL, say) has finished doing so.
-fn settled_state() -> Result<String> {
-    let path = format!("{SCHED_EXT}/state");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let state =
-            std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
-        if state.trim() != "disabling" || Instant::now() >= deadline {
-            return Ok(state);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn monotonic_ns() -> u64 {
@@ -135,6 +117,8 @@ pub struct Scheduler<'a> {
     baseline: Vec<Counters>,
     /// BPF run time of every op then.
     baseline_rt: Vec<RunTime>,
+    /// Every LLC's scan outcomes then.
+    baseline_llc: Vec<LlcScans>,
     _bpf_stats: Option<runtime::Enabled>,
     counting_since: Instant,
     interval: Duration,
@@ -187,7 +171,7 @@ impl<'a> Scheduler<'a> {
         write_cfg(&mut skel, &status, 1)?;
         let link = scx_ops_attach!(skel, sisutil_ops)?;
 
-        let server = Server::launch(Path::new(crate::cleanup::SOCKET), stats::metas())
+        let server = Server::launch(Path::new(crate::socket::SOCKET), stats::metas())
             .context("cannot start the stats server")?;
         info!("scx_sisutil running: {status}");
 
@@ -200,6 +184,7 @@ impl<'a> Scheduler<'a> {
             status,
             baseline: Vec::new(),
             baseline_rt: Vec::new(),
+            baseline_llc: Vec::new(),
             _bpf_stats: bpf_stats,
             counting_since: Instant::now(),
             interval: s.interval,
@@ -212,11 +197,11 @@ impl<'a> Scheduler<'a> {
     /// Runs until `shutdown` or until the kernel unloads the scheduler;
     /// returns why it ended.
     ///
-    /// The loop sleeps instead of waiting on the request channel with a
-    /// timeout: crossbeam's timed receive spins and yields before it blocks,
-    /// and done every interval that cost more CPU than the interval's work
-    /// (each yield is a trip through the scheduler's own ops). Requests are
-    /// served when the loop wakes, at most SERVE_EVERY after they arrive.
+    /// A plain sleep rather than a timed receive on the request channel:
+    /// crossbeam's timed receive spins and yields before it blocks, and
+    /// every yield is a trip through this scheduler's own ops, every
+    /// interval. Requests are served when the loop wakes, at most
+    /// SERVE_EVERY after they arrive.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         let mut next = Instant::now() + self.interval;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
@@ -285,7 +270,6 @@ impl<'a> Scheduler<'a> {
             unsafe {
                 ptr::write_volatile(&mut rec.sum_util, sum as u32);
                 ptr::write_volatile(&mut rec.nr_idle_scan, nr as u32);
-                ptr::write_volatile(&mut rec.seq, rec.seq.wrapping_add(1));
             }
         }
     }
@@ -331,12 +315,29 @@ impl<'a> Scheduler<'a> {
         Counters::sum_cpus(&per_cpu)
     }
 
+    /// Every LLC's scan outcomes, summed over the CPUs that counted them.
+    fn llc_scans(&self) -> Result<Vec<LlcScans>> {
+        (0..self.layout.llcs.len() as u32)
+            .map(|i| {
+                let per_cpu = self
+                    .skel
+                    .maps
+                    .llc_scans
+                    .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
+                    .context("cannot read the per-LLC scan map")?
+                    .unwrap_or_default();
+                LlcScans::sum_cpus(&per_cpu)
+            })
+            .collect()
+    }
+
     fn restart_counting(&mut self) -> Result<()> {
         self.baseline = Policy::ALL
             .iter()
             .map(|&p| self.counters(p))
             .collect::<Result<_>>()?;
         self.baseline_rt = runtime::sample(&self.skel);
+        self.baseline_llc = self.llc_scans()?;
         self.counting_since = Instant::now();
         Ok(())
     }
@@ -356,7 +357,7 @@ impl<'a> Scheduler<'a> {
             switches: self.status.switches,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
-            llcs: self.llc_metrics(),
+            llcs: self.llc_metrics()?,
             ops: runtime::OPS
                 .iter()
                 .zip(runtime::sample(&self.skel))
@@ -367,15 +368,18 @@ impl<'a> Scheduler<'a> {
         Ok(Metrics::new(&counters, ctx))
     }
 
-    fn llc_metrics(&self) -> Vec<LlcMetrics> {
+    fn llc_metrics(&self) -> Result<Vec<LlcMetrics>> {
         let Some(bss) = self.skel.maps.bss_data.as_deref() else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
-        self.layout
+        let scans = self.llc_scans()?;
+        Ok(self
+            .layout
             .llcs
             .iter()
             .enumerate()
             .map(|(i, llc)| {
+                let seen = scans[i].since(self.baseline_llc.get(i));
                 let width = llc.cpus.len() as u64;
                 let rec = &bss.llcs[i];
                 let mean = |f: fn(&crate::bpf_skel::types::sisu_cpu_ctx) -> u64| {
@@ -393,9 +397,13 @@ impl<'a> Scheduler<'a> {
                     prop_avg_scan_cost_ns: mean(|c| c.avg_scan_cost),
                     prop_wake_avg_idle_ns: mean(|c| c.wake_avg_idle),
                     prop_avg_idle_ns: mean(|c| c.avg_idle),
+                    scanned: seen.scans,
+                    found: seen.found[1][1],
+                    missed: seen.found[1][0],
+                    found_pct: seen.found_pct(),
                 }
             })
-            .collect()
+            .collect())
     }
 }
 
@@ -418,6 +426,11 @@ fn publish_topology(
         .context("the BPF object has no read-only data")?;
     let (flat, first) = l.flat_cpus();
     rodata.nr_llcs = l.llcs.len() as u32;
+    // One per-CPU record per LLC there is, not per LLC there could be.
+    skel.maps
+        .llc_scans
+        .set_max_entries(l.llcs.len() as u32)
+        .context("cannot size the per-LLC scan map")?;
     rodata.smt_on = l.smt;
     rodata.slice_ns = s.slice.as_nanos() as u64;
     rodata.stats_on = s.scan_stats;

@@ -40,7 +40,22 @@ use log::warn;
 use scx_stats::prelude::*;
 use serde_json::{json, Value};
 
-use crate::control::{self, Change, Reply, Request};
+use crate::control::{self, Change, Status};
+use crate::stats::Metrics;
+
+/// Requests from the socket's threads to the scheduler's loop.
+#[derive(Clone, Debug)]
+pub enum Request {
+    Stats,
+    Control(Change),
+}
+
+/// The loop's answers.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Stats(Box<Metrics>),
+    Control(Result<Status, String>),
+}
 
 pub const MAX_CLIENTS: usize = 32;
 pub const MAX_REQUEST: usize = 64 * 1024;
@@ -341,10 +356,17 @@ fn too_long() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::{LlcMetrics, OpMetrics};
     use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
 
     /// A server on a private path, answered by a stand-in for the loop.
     fn start(tag: &str) -> (Server, std::path::PathBuf) {
+        start_with(tag, Metrics::default())
+    }
+
+    /// The same, serving `metrics` as the statistics.
+    fn start_with(tag: &str, metrics: Metrics) -> (Server, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("sisu-sock-{}-{tag}", std::process::id()));
         let path = dir.join("stats");
         let server = Server::launch(&path, crate::stats::metas()).unwrap();
@@ -352,7 +374,7 @@ mod tests {
         std::thread::spawn(move || {
             for job in jobs.iter() {
                 let reply = match job.req {
-                    Request::Stats => Reply::Stats(Box::default()),
+                    Request::Stats => Reply::Stats(Box::new(metrics.clone())),
                     Request::Control(c) if c.policy.is_some() => {
                         Reply::Control(Ok(control::Status {
                             policy: c.policy.unwrap(),
@@ -452,5 +474,133 @@ mod tests {
         let m: crate::stats::Metrics = c.request("stats", vec![]).unwrap();
         assert_eq!(m.wakeups, 0);
         drop(crowd);
+    }
+
+    /// The scx project's OpenMetrics exporter, as its crate ships it.
+    fn exporter_script() -> std::path::PathBuf {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--offline",
+                "--filter-platform",
+                &format!("{}-unknown-linux-gnu", std::env::consts::ARCH),
+                "--manifest-path",
+            ])
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .output()
+            .unwrap();
+        let meta: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "cargo metadata: {e}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let manifest = meta["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "scx_stats")
+            .and_then(|p| p["manifest_path"].as_str())
+            .expect("scx_stats is a dependency")
+            .to_string();
+        Path::new(&manifest)
+            .with_file_name("scripts")
+            .join("scxstats_to_openmetrics.py")
+    }
+
+    #[test]
+    fn the_openmetrics_exporter_sees_llcs_ops_and_depths() {
+        let mut m = Metrics {
+            wakeups: 1234,
+            scans: 100,
+            idle_found: 90,
+            idle_missed: 10,
+            examined: vec![5, 60, 35],
+            limit: vec![0, 0, 100],
+            shadow_limit: vec![0, 0, 0],
+            ..Default::default()
+        };
+        for i in 0..2u32 {
+            let l = LlcMetrics {
+                index: i as u64,
+                cpus: format!("{}-{}", 4 * i, 4 * i + 3),
+                width: 4,
+                util_pct: 12.5 + i as f64,
+                nr_idle_scan: 4 - i as u64,
+                scanned: 50,
+                found_pct: 80.0 + 10.0 * i as f64,
+                ..Default::default()
+            };
+            m.llcs.insert(i, l);
+        }
+        let op = OpMetrics {
+            calls: 4,
+            ns: 1000,
+            ns_per_call: 250.0,
+        };
+        m.ops.insert("select_cpu".into(), op);
+        let (_server, path) = start_with("om", m.with_depths());
+
+        let script = exporter_script();
+        assert!(script.exists(), "{} is missing", script.display());
+        // Debian's Python, where setup.sh installs prometheus_client.
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg("-p")
+            .arg(&path)
+            .args(["-i", "0.2"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 runs (scripts/setup.sh installs it)");
+        let want = [
+            "wakeups 1234.0",
+            "scans 100.0",
+            "llc_util_pct{llc=\"0\"} 12.5",
+            "llc_util_pct{llc=\"1\"} 13.5",
+            "llc_nr_idle_scan{llc=\"1\"} 3.0",
+            "llc_found_pct{llc=\"1\"} 90.0",
+            "llc_scanned{llc=\"0\"} 50.0",
+            "op_ns_per_call{op=\"select_cpu\"} 250.0",
+            "depth_examined{cpus=\"1\"} 60.0",
+            "depth_limit{cpus=\"2\"} 100.0",
+        ];
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !want.iter().all(|w| seen.iter().any(|l: &String| l == w)) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => seen.push(line),
+                Err(_) => break,
+            }
+        }
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let missing: Vec<_> = want
+            .iter()
+            .filter(|w| !seen.iter().any(|l| l == *w))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "missing {missing:?}; exporter said {seen:?}, stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !seen
+                .iter()
+                .any(|l| l.starts_with("examined") || l.starts_with("llc_cpus")),
+            "lists and strings are skipped"
+        );
     }
 }

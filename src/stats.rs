@@ -1,8 +1,9 @@
 //! Scan statistics: the per-CPU counters BPF keeps, summed and turned into
 //! the one machine-readable record (`Metrics`) that `--stats`, `--monitor`,
-//! `--json` and the A/B harness all read, and into the seed thread's
-//! tables.
+//! `--json` and the A/B harness all read (tables.rs renders it as the seed
+//! thread's tables), with its schema for scx_stats and its clients.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -93,6 +94,64 @@ impl Counters {
     }
 }
 
+/// One LLC's `struct sisu_llc_scans`, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LlcScans {
+    pub scans: u64,
+    pub found: [[u64; 2]; 2],
+}
+
+impl LlcScans {
+    pub fn sum_cpus(per_cpu: &[Vec<u8>]) -> Result<Self> {
+        let mut t = Self::default();
+        for raw in per_cpu {
+            let words = std::mem::size_of::<bpf_intf::sisu_llc_scans>() / 8;
+            if raw.len() < words * 8 {
+                bail!(
+                    "per-LLC scan record of {} bytes, expected {}",
+                    raw.len(),
+                    words * 8
+                );
+            }
+            let w: Vec<u64> = raw
+                .chunks_exact(8)
+                .take(words)
+                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
+                .collect();
+            t.scans += w[0];
+            t.found[0][0] += w[1];
+            t.found[0][1] += w[2];
+            t.found[1][0] += w[3];
+            t.found[1][1] += w[4];
+        }
+        Ok(t)
+    }
+
+    /// What was counted since `base` (none: since the start).
+    pub fn since(&self, base: Option<&LlcScans>) -> LlcScans {
+        let b = base.copied().unwrap_or_default();
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        LlcScans {
+            scans: d(self.scans, b.scans),
+            found: [
+                [
+                    d(self.found[0][0], b.found[0][0]),
+                    d(self.found[0][1], b.found[0][1]),
+                ],
+                [
+                    d(self.found[1][0], b.found[1][0]),
+                    d(self.found[1][1], b.found[1][1]),
+                ],
+            ],
+        }
+    }
+
+    /// Of the scans that had an idle CPU to find, the share that found one, in %.
+    pub fn found_pct(&self) -> f64 {
+        100.0 * ratio(self.found[1][1], self.found[1][1] + self.found[1][0])
+    }
+}
+
 /// Folds a histogram into `top + 1` slots, the last holding `top` and more.
 pub fn fold_hist(hist: &[u64], top: usize) -> Vec<u64> {
     let top = top.min(SLOTS - 1);
@@ -102,12 +161,17 @@ pub fn fold_hist(hist: &[u64], top: usize) -> Vec<u64> {
     out
 }
 
+/// One LLC's state and what its scans found. A record of `Metrics::llcs`,
+/// keyed by the LLC's index: a dict of structs, which scx_stats'
+/// OpenMetrics exporter turns into one gauge per field labelled by LLC
+/// (`llc_util_pct{llc="0"}`).
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "llc_", _om_label = "llc")]
 pub struct LlcMetrics {
     #[stat(desc = "LLC index")]
     pub index: u64,
-    #[stat(desc = "Its CPUs")]
+    #[stat(desc = "Its CPUs", _om_skip)]
     pub cpus: String,
     #[stat(desc = "Number of CPUs")]
     pub width: u64,
@@ -125,13 +189,27 @@ pub struct LlcMetrics {
     pub prop_wake_avg_idle_ns: u64,
     #[stat(desc = "SIS_PROP: mean of the CPUs' avg_idle (ns)")]
     pub prop_avg_idle_ns: u64,
+    // The scan outcomes per LLC came later: older results files lack them.
+    // Named apart from the machine-wide counters, which scripts grep for.
+    #[stat(desc = "Scans of this LLC")]
+    #[serde(default)]
+    pub scanned: u64,
+    #[stat(desc = "... an idle CPU existed in it, and was found")]
+    #[serde(default)]
+    pub found: u64,
+    #[stat(desc = "... an idle CPU existed in it, and was not found")]
+    #[serde(default)]
+    pub missed: u64,
+    #[stat(desc = "Found-rate: % of its scans with an idle CPU that found one")]
+    #[serde(default)]
+    pub found_pct: f64,
 }
 
+/// One op's BPF run time, a record of `Metrics::ops` keyed by the op.
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "op_", _om_label = "op")]
 pub struct OpMetrics {
-    #[stat(desc = "sched_ext operation")]
-    pub op: String,
     #[stat(desc = "Calls")]
     pub calls: u64,
     #[stat(desc = "Total run time (ns)")]
@@ -140,13 +218,29 @@ pub struct OpMetrics {
     pub ns_per_call: f64,
 }
 
+/// The three depth histograms' counts at one depth, a record of
+/// `Metrics::depths` keyed by the number of CPUs: the lists the tables and
+/// scripts read, in the shape the OpenMetrics exporter takes
+/// (`depth_examined{cpus="2"}`).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "depth_", _om_label = "cpus")]
+pub struct DepthCounts {
+    #[stat(desc = "Scans that examined this many CPUs (the last: or more)")]
+    pub examined: u64,
+    #[stat(desc = "Scans whose depth limit was this")]
+    pub limit: u64,
+    #[stat(desc = "Scans whose shadow policy's limit was this")]
+    pub shadow_limit: u64,
+}
+
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
 #[stat(top)]
 pub struct Metrics {
-    #[stat(desc = "Active policy")]
+    #[stat(desc = "Active policy", _om_skip)]
     pub policy: String,
-    #[stat(desc = "Shadow policy, empty if none")]
+    #[stat(desc = "Shadow policy, empty if none", _om_skip)]
     pub shadow: String,
     #[stat(desc = "util: full scan of LLCs with at most this many CPUs (0 = off)")]
     pub small_llc: u64,
@@ -154,7 +248,7 @@ pub struct Metrics {
     pub switches: u64,
     #[stat(desc = "Seconds the counters cover (since the last switch or reset)")]
     pub elapsed_s: f64,
-    #[stat(desc = "Topology")]
+    #[stat(desc = "Topology", _om_skip)]
     pub topology: String,
     #[stat(desc = "Wakeups placed (by select_cpu, or by enqueue where the kernel skipped it)")]
     pub wakeups: u64,
@@ -207,16 +301,30 @@ pub struct Metrics {
     pub shadow_shadow_only: u64,
     #[stat(desc = "Idle CPU existed: neither found one")]
     pub shadow_neither: u64,
-    #[stat(desc = "Histogram of CPUs examined per scan (last slot: that many or more)")]
+    #[stat(
+        desc = "Histogram of CPUs examined per scan (last slot: that many or more)",
+        _om_skip
+    )]
     pub examined: Vec<u64>,
-    #[stat(desc = "Histogram of the depth limit per scan (last slot: that many or more)")]
+    #[stat(
+        desc = "Histogram of the depth limit per scan (last slot: that many or more)",
+        _om_skip
+    )]
     pub limit: Vec<u64>,
-    #[stat(desc = "Histogram of the shadow policy's depth limit per scan")]
+    #[stat(
+        desc = "Histogram of the shadow policy's depth limit per scan",
+        _om_skip
+    )]
     pub shadow_limit: Vec<u64>,
-    #[stat(desc = "Per-LLC state")]
-    pub llcs: Vec<LlcMetrics>,
+    #[stat(desc = "The three histograms by depth, for OpenMetrics")]
+    #[serde(default)]
+    pub depths: BTreeMap<u32, DepthCounts>,
+    #[stat(desc = "Per-LLC state and scan outcomes, by LLC index")]
+    #[serde(deserialize_with = "compat::llcs")]
+    pub llcs: BTreeMap<u32, LlcMetrics>,
     #[stat(desc = "BPF run time per op (empty unless BPF statistics are on)")]
-    pub ops: Vec<OpMetrics>,
+    #[serde(deserialize_with = "compat::ops")]
+    pub ops: BTreeMap<String, OpMetrics>,
 }
 
 /// What the scheduler knows besides the counters.
@@ -272,19 +380,41 @@ impl Metrics {
             examined: fold_hist(&s.examined, top),
             limit: fold_hist(&s.limit, top),
             shadow_limit: fold_hist(&s.shadow_limit, top),
-            llcs: ctx.llcs,
+            depths: BTreeMap::new(),
+            llcs: ctx.llcs.into_iter().map(|l| (l.index as u32, l)).collect(),
             ops: ctx
                 .ops
                 .into_iter()
                 .filter(|(_, rt)| rt.calls > 0)
-                .map(|(op, rt)| OpMetrics {
-                    op,
-                    calls: rt.calls,
-                    ns: rt.ns,
-                    ns_per_call: ratio(rt.ns, rt.calls),
+                .map(|(op, rt)| {
+                    let m = OpMetrics {
+                        calls: rt.calls,
+                        ns: rt.ns,
+                        ns_per_call: ratio(rt.ns, rt.calls),
+                    };
+                    (op, m)
                 })
                 .collect(),
         }
+        .with_depths()
+    }
+
+    /// Fills `depths` from the three histograms, which stay the record's
+    /// own (the tables, the harness and scripts read them as lists).
+    pub fn with_depths(mut self) -> Self {
+        let n = self.examined.len().max(self.limit.len());
+        let at = |h: &[u64], i: usize| h.get(i).copied().unwrap_or(0);
+        self.depths = (0..n)
+            .map(|i| {
+                let d = DepthCounts {
+                    examined: at(&self.examined, i),
+                    limit: at(&self.limit, i),
+                    shadow_limit: at(&self.shadow_limit, i),
+                };
+                (i as u32, d)
+            })
+            .collect();
+        self
     }
 
     /// Share of scans that found an idle CPU when one existed, in %.
@@ -297,149 +427,6 @@ impl Metrics {
     pub fn shadow_total(&self) -> u64 {
         self.shadow_both + self.shadow_active_only + self.shadow_shadow_only + self.shadow_neither
     }
-
-    pub fn format<W: Write>(&self, w: &mut W) -> Result<()> {
-        let shadow = if self.shadow.is_empty() {
-            String::new()
-        } else {
-            format!(", shadow {}", self.shadow)
-        };
-        let small = match self.small_llc {
-            0 => String::new(),
-            n => format!(", small-llc {n}"),
-        };
-        writeln!(
-            w,
-            "scx_sisutil: policy {}{shadow}{small} | {} | counting {:.1}s, {} switch(es)",
-            self.policy, self.topology, self.elapsed_s, self.switches
-        )?;
-        let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
-        writeln!(
-            w,
-            "wakeups {} ({:.0}/s, affine {:.1}%, queued {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {} rcu-readers {}",
-            self.wakeups,
-            ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
-            pct(self.wake_affine),
-            pct(self.queued_wakeups),
-            pct(self.wake_target),
-            pct(self.wake_prev),
-            pct(self.wake_recent),
-            pct(self.wake_smt),
-            pct(self.wake_scan),
-            pct(self.wake_busy),
-            self.pull_llc,
-            self.pull_remote,
-            self.rescued,
-            self.rcu_readers
-        )?;
-        writeln!(
-            w,
-            "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns",
-            self.scans,
-            self.core_scans,
-            self.found_rate(),
-            self.scan_ns,
-            self.scan_ns_mean
-        )?;
-        if !self.ops.is_empty() {
-            let ops: Vec<String> = self
-                .ops
-                .iter()
-                .map(|o| format!("{} {:.0}", o.op, o.ns_per_call))
-                .collect();
-            writeln!(w, "BPF ns per call: {}", ops.join(", "))?;
-        }
-        writeln!(w, "{}", llc_table(&self.llcs))?;
-        writeln!(w, "{}", self.found_table())?;
-        if !self.shadow.is_empty() {
-            writeln!(w, "{}", self.shadow_table())?;
-        }
-        writeln!(w, "{}", self.hist_table())?;
-        Ok(())
-    }
-
-    /// "Idle CPU in LLC | <policy> able to find CPU | Count".
-    pub fn found_table(&self) -> String {
-        let found = format!("{} able to find CPU", self.policy);
-        let rows = vec![
-            vec!["1".into(), "0".into(), self.idle_missed.to_string()],
-            vec!["1".into(), "1".into(), self.idle_found.to_string()],
-            vec!["0".into(), "0".into(), self.no_idle.to_string()],
-            vec!["0".into(), "1".into(), self.no_idle_found.to_string()],
-        ];
-        box_table(&["Idle CPU in LLC", &found, "Count"], &rows)
-    }
-
-    /// The seed's matrix: both policies' success where an idle CPU existed.
-    pub fn shadow_table(&self) -> String {
-        let active = format!("{} able to find CPU", self.policy);
-        let shadow = format!("{} able to find CPU", self.shadow);
-        let row = |a: &str, s: &str, n: u64| vec!["1".into(), a.into(), s.into(), n.to_string()];
-        let rows = vec![
-            row("0", "0", self.shadow_neither),
-            row("0", "1", self.shadow_shadow_only),
-            row("1", "0", self.shadow_active_only),
-            row("1", "1", self.shadow_both),
-        ];
-        box_table(&["Idle CPU in LLC", &active, &shadow, "Count"], &rows)
-    }
-
-    /// "CPU Searched | Count", with the depth limits beside.
-    pub fn hist_table(&self) -> String {
-        let n = self.examined.len();
-        let mut head = vec!["CPU Searched", "Count", "Limit Count"];
-        if !self.shadow.is_empty() {
-            head.push("Shadow Limit Count");
-        }
-        let rows: Vec<Vec<String>> = (0..n)
-            .map(|i| {
-                let label = if i + 1 == n && n > 1 {
-                    format!(">={i}")
-                } else {
-                    i.to_string()
-                };
-                let mut row = vec![
-                    label,
-                    self.examined[i].to_string(),
-                    self.limit.get(i).copied().unwrap_or(0).to_string(),
-                ];
-                if !self.shadow.is_empty() {
-                    row.push(self.shadow_limit.get(i).copied().unwrap_or(0).to_string());
-                }
-                row
-            })
-            .collect();
-        box_table(&head, &rows)
-    }
-}
-
-fn llc_table(llcs: &[LlcMetrics]) -> String {
-    let rows: Vec<Vec<String>> = llcs
-        .iter()
-        .map(|l| {
-            vec![
-                l.index.to_string(),
-                l.cpus.clone(),
-                format!("{:.1}", l.util_pct),
-                l.nr_idle_scan.to_string(),
-                l.has_idle_cores.to_string(),
-                l.prop_avg_scan_cost_ns.to_string(),
-                l.prop_wake_avg_idle_ns.to_string(),
-            ]
-        })
-        .collect();
-    box_table(
-        &[
-            "LLC",
-            "CPUs",
-            "util %",
-            "nr_idle_scan",
-            "idle core",
-            "prop avg_scan_cost ns",
-            "prop wake_avg_idle ns",
-        ],
-        &rows,
-    )
 }
 
 pub fn ratio(a: u64, b: u64) -> f64 {
@@ -450,39 +437,15 @@ pub fn ratio(a: u64, b: u64) -> f64 {
     }
 }
 
-/// A table in the seed's style: +---+ rules, centred cells.
-pub fn box_table(head: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.len());
-        }
-    }
-    let rule: String = widths
-        .iter()
-        .map(|w| format!("+{}", "-".repeat(w + 2)))
-        .collect::<String>()
-        + "+";
-    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
-        widths
-            .iter()
-            .zip(cells)
-            .map(|(w, c)| format!("| {c:^w$} "))
-            .collect::<String>()
-            + "|"
-    };
-    let mut out = vec![rule.clone(), line(&mut head.iter().copied()), rule.clone()];
-    for row in rows {
-        out.push(line(&mut row.iter().map(|s| s.as_str())));
-    }
-    out.push(rule);
-    out.join("\n")
-}
-
 /// What each statistic is, for the socket's "stats_meta" request and for
 /// --help-stats.
 pub fn metas() -> Vec<StatsMeta> {
-    vec![LlcMetrics::meta(), OpMetrics::meta(), Metrics::meta()]
+    vec![
+        LlcMetrics::meta(),
+        OpMetrics::meta(),
+        DepthCounts::meta(),
+        Metrics::meta(),
+    ]
 }
 
 /// Describes every statistic (--help-stats).
@@ -495,9 +458,7 @@ pub fn describe<W: Write>(w: &mut W) -> Result<()> {
 
 /// The metrics of the running instance.
 pub fn fetch() -> Result<Metrics> {
-    let mut client = StatsClient::new().connect(Some(5000)).map_err(|_| {
-        anyhow::anyhow!("no scx_sisutil instance is running (its stats socket does not answer)")
-    })?;
+    let mut client = crate::socket::connect(Some(5000))?;
     client.request("stats", vec![])
 }
 
@@ -533,8 +494,53 @@ pub fn monitor(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<
     )
 }
 
+/// Results files written before the per-LLC records and the per-op times
+/// became dicts (for OpenMetrics) hold them as lists; both read.
+mod compat {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer};
+
+    use super::{LlcMetrics, OpMetrics};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrMap<K: Ord, V, L> {
+        Map(BTreeMap<K, V>),
+        List(Vec<L>),
+    }
+
+    pub fn llcs<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, LlcMetrics>, D::Error> {
+        // Keyed by the records' own index: an untagged enum's map keys
+        // arrive as strings, which do not read as integers.
+        let records: Vec<LlcMetrics> =
+            match ListOrMap::<String, LlcMetrics, LlcMetrics>::deserialize(d)? {
+                ListOrMap::Map(m) => m.into_values().collect(),
+                ListOrMap::List(v) => v,
+            };
+        Ok(records.into_iter().map(|l| (l.index as u32, l)).collect())
+    }
+
+    /// A listed op carried its name in an `op` field.
+    #[derive(Deserialize)]
+    struct NamedOp {
+        op: String,
+        #[serde(flatten)]
+        m: OpMetrics,
+    }
+
+    pub fn ops<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, OpMetrics>, D::Error> {
+        Ok(
+            match ListOrMap::<String, OpMetrics, NamedOp>::deserialize(d)? {
+                ListOrMap::Map(m) => m,
+                ListOrMap::List(v) => v.into_iter().map(|n| (n.op, n.m)).collect(),
+            },
+        )
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
 
     #[test]
@@ -545,7 +551,7 @@ mod tests {
         assert_eq!(m.queued_wakeups, 0);
     }
 
-    fn record(f: impl Fn(&mut bpf_intf::sisu_stats)) -> Vec<u8> {
+    pub fn record(f: impl Fn(&mut bpf_intf::sisu_stats)) -> Vec<u8> {
         let mut s = Counters::default().view();
         f(&mut s);
         Counters::from_view(&s)
@@ -555,7 +561,7 @@ mod tests {
             .collect()
     }
 
-    fn ctx(widths: &[u64]) -> Context {
+    pub fn ctx(widths: &[u64]) -> Context {
         Context {
             policy: "util".into(),
             shadow: "prop".into(),
@@ -651,36 +657,49 @@ mod tests {
         assert_eq!(m.limit, vec![0, 0, 0, 0, 50]);
         assert!((m.found_rate() - 77.27).abs() < 0.01);
         assert_eq!(m.ops.len(), 1, "ops never called are left out");
-        assert_eq!(m.ops[0].ns_per_call, 250.0);
+        assert_eq!(m.ops["select_cpu"].ns_per_call, 250.0);
+        assert_eq!(
+            m.depths.len(),
+            5,
+            "one record per slot of the folded histograms"
+        );
+        assert_eq!((m.depths[&2].examined, m.depths[&4].limit), (50, 50));
+        assert_eq!(m.depths[&3], DepthCounts::default());
     }
 
     #[test]
-    fn tables_render_like_the_seed() {
-        let raw = record(|s| {
-            s.shadow = [[66444, 34153], [57204, 119263]];
-            s.examined[0] = 10520;
-            s.examined[16] = 26157;
-        });
-        let m = Metrics::new(&Counters::sum_cpus(&[raw]).unwrap(), ctx(&[16]));
-        let t = m.shadow_table();
-        let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 8);
-        assert!(lines[1].contains("util able to find CPU"));
-        assert!(lines[1].contains("prop able to find CPU"));
-        assert!(lines[3].contains("66444"));
-        assert!(lines[6].contains("119263"));
-        assert!(lines.iter().all(|l| l.len() == lines[0].len()));
+    fn results_with_listed_llcs_and_ops_still_read() {
+        let m = Metrics::new(&Counters::default(), ctx(&[4, 4]));
+        let mut v = serde_json::to_value(&m).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("depths");
+        let llcs: Vec<_> = m.llcs.values().cloned().collect();
+        o.insert("llcs".into(), serde_json::to_value(llcs).unwrap());
+        o.insert(
+            "ops".into(),
+            serde_json::json!([{"op": "select_cpu", "calls": 4, "ns": 1000, "ns_per_call": 250.0}]),
+        );
+        for l in o["llcs"].as_array_mut().unwrap() {
+            for k in ["scanned", "found", "missed", "found_pct"] {
+                l.as_object_mut().unwrap().remove(k);
+            }
+        }
+        let old: Metrics = serde_json::from_value(v).unwrap();
+        assert_eq!(old.llcs.keys().copied().collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(old.ops["select_cpu"], m.ops["select_cpu"]);
+        assert_eq!(old.with_depths(), m);
+    }
 
-        let h = m.hist_table();
-        assert!(h.lines().any(|l| l.contains(" 0 ") && l.contains("10520")));
-        assert!(h.lines().any(|l| l.contains(">=16") && l.contains("26157")));
-
-        let mut text = Vec::new();
-        m.format(&mut text).unwrap();
-        let text = String::from_utf8(text).unwrap();
-        assert!(text.contains("policy util, shadow prop"));
-        assert!(text.contains("CPU Searched"));
-        assert!(text.contains("BPF ns per call: select_cpu 250"));
+    #[test]
+    fn llc_scans_sum_and_diff() {
+        let rec = |w: [u64; 5]| -> Vec<u8> { w.iter().flat_map(|x| x.to_ne_bytes()).collect() };
+        let t = LlcScans::sum_cpus(&[rec([10, 1, 0, 2, 7]), rec([5, 0, 0, 1, 4])]).unwrap();
+        assert_eq!((t.scans, t.found), (15, [[1, 0], [3, 11]]));
+        let base = LlcScans::sum_cpus(&[rec([5, 0, 0, 1, 1])]).unwrap();
+        let d = t.since(Some(&base));
+        assert_eq!((d.scans, d.found[1]), (10, [2, 10]));
+        assert!((d.found_pct() - 100.0 * 10.0 / 12.0).abs() < 1e-9);
+        assert!(LlcScans::sum_cpus(&[vec![0u8; 8]]).is_err());
     }
 
     #[test]

@@ -36,7 +36,7 @@ while [ $r -le "$ROUNDS" ]; do
 		c1=$(cpu_ns $pid)
 		s=$(scx_sisutil stats --json)
 		rss=$(grep VmRSS /proc/$pid/status | tr -s ' ' | cut -d' ' -f2)
-		sel=$(echo "$s" | grep -o '"op":"select_cpu"[^}]*')
+		sel=$(echo "$s" | grep -o '"select_cpu":{[^}]*')
 		elapsed=$(echo "$t1 $t0" | awk '{ print $1 - $2 }')
 		cpu_pct=$(echo "$c1 $c0 $elapsed" | awk '{ printf "%.4f", 100 * ($1 - $2) / 1e9 / $3 }')
 		echo "RESULT arm=$name round=$r select_cpu_ns=$(field ns_per_call "$sel") calls=$(field calls "$sel") scan_ns_mean=$(field scan_ns_mean "$s") updater_cpu_pct=$cpu_pct rss_kb=$rss wall_s=$elapsed"

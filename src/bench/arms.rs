@@ -15,9 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::control::{self, Change};
 use crate::policy::Policy;
 use crate::stats::Metrics;
+use crate::sysfs;
 
-const STATE: &str = "/sys/kernel/sched_ext/state";
-const OPS: &str = "/sys/kernel/sched_ext/root/ops";
 pub const FEATURES: &str = "/sys/kernel/debug/sched/features";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,15 +99,13 @@ impl Arm {
         })
     }
 
+    pub fn is_external(&self) -> bool {
+        matches!(self.kind, ArmKind::External { .. })
+    }
+
     pub fn is_scx(&self) -> bool {
         matches!(self.kind, ArmKind::Scx { .. })
     }
-}
-
-fn read_trimmed(path: &str) -> String {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
 }
 
 fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> Result<bool>) -> Result<()> {
@@ -253,6 +250,18 @@ impl Lab {
         Ok(if live { Switch::Live } else { Switch::Reload })
     }
 
+    /// Takes `arm`'s scheduler off the machine, whatever state it is in.
+    pub fn leave(&mut self, arm: &Arm) -> Result<()> {
+        if self.current.as_deref() == Some(arm.name.as_str()) {
+            self.current = None;
+        }
+        match arm.kind {
+            ArmKind::External { .. } => self.stop_external(),
+            ArmKind::Scx { .. } => self.stop_sched(),
+            ArmKind::Eevdf | ArmKind::EevdfNoSisUtil => self.restore_sis_util(),
+        }
+    }
+
     /// Whether the arm's state still holds (a scheduler may have been
     /// unloaded by the kernel during a run).
     pub fn healthy(&mut self, arm: &Arm) -> Result<()> {
@@ -262,7 +271,7 @@ impl Lab {
                     .sched
                     .as_mut()
                     .is_some_and(|c| matches!(c.try_wait(), Ok(None)));
-                if !alive || read_trimmed(STATE) != "enabled" {
+                if !alive || sysfs::state() != "enabled" {
                     bail!(
                         "scx_sisutil is no longer running (its log: {})",
                         log_tail(&self.log)
@@ -270,12 +279,12 @@ impl Lab {
                 }
             }
             ArmKind::External { .. } => {
-                if read_trimmed(STATE) != "enabled" {
+                if sysfs::state() != "enabled" {
                     bail!("{} is no longer loaded", arm.name);
                 }
             }
             ArmKind::Eevdf | ArmKind::EevdfNoSisUtil => {
-                if read_trimmed(STATE) != "disabled" {
+                if sysfs::state() != "disabled" {
                     bail!("a sched_ext scheduler got loaded during the eevdf arm");
                 }
             }
@@ -309,8 +318,7 @@ impl Lab {
                     log_tail(&log)
                 );
             }
-            Ok(read_trimmed(STATE) == "enabled"
-                && read_trimmed(OPS).starts_with(crate::sched::OPS_NAME))
+            Ok(sysfs::ours_enabled())
         });
         if let Err(e) = started {
             self.stop_sched()?;
@@ -327,7 +335,7 @@ impl Lab {
                 warn!("scx_sisutil did not exit cleanly: {}", log_tail(&self.log));
             }
             wait_until("sched_ext to be disabled", Duration::from_secs(30), || {
-                Ok(read_trimmed(STATE) == "disabled")
+                Ok(sysfs::state() == "disabled")
             })?;
         }
         Ok(())
@@ -349,7 +357,7 @@ impl Lab {
                     bail!("{name} exited ({st}) while loading");
                 }
             }
-            Ok(read_trimmed(STATE) == "enabled")
+            Ok(sysfs::state() == "enabled")
         });
         if let Err(e) = started {
             self.stop_external()?;
@@ -365,7 +373,7 @@ impl Lab {
                 warn!("{name} did not exit cleanly");
             }
             wait_until("sched_ext to be disabled", Duration::from_secs(30), || {
-                Ok(read_trimmed(STATE) == "disabled")
+                Ok(sysfs::state() == "disabled")
             })?;
         }
         Ok(())

@@ -5,6 +5,8 @@
 //! second scheduler.
 
 pub mod arms;
+#[cfg(test)]
+mod fixture;
 pub mod plot;
 pub mod report;
 pub mod stat;
@@ -23,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 
+use crate::sysfs;
 use arms::{Arm, ArmKind, Lab, Switch};
 use report::{Env, Method, PointResult, Results, Sample, FORMAT};
 use workload::{Family, Matrix, Point};
@@ -343,21 +346,20 @@ fn run_point(
 }
 
 fn preflight(arms: &[Arm], matrix: &Matrix) -> Result<()> {
-    // SAFETY: geteuid() has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        bail!("must run as root: the harness loads schedulers and changes kernel settings");
-    }
+    sysfs::require_root(
+        "must run as root: the harness loads schedulers and changes kernel settings",
+    )?;
     let needs_scx = arms
         .iter()
         .any(|a| matches!(a.kind, ArmKind::Scx { .. } | ArmKind::External { .. }));
-    if needs_scx && !Path::new("/sys/kernel/sched_ext").exists() {
-        bail!("this kernel has no sched_ext (/sys/kernel/sched_ext is missing)");
+    if needs_scx && !sysfs::present() {
+        bail!(
+            "this kernel has no sched_ext ({} is missing)",
+            sysfs::SCHED_EXT
+        );
     }
-    if needs_scx {
-        let state = std::fs::read_to_string("/sys/kernel/sched_ext/state").unwrap_or_default();
-        if state.trim() != "disabled" {
-            bail!("a sched_ext scheduler is already loaded; stop it before an A/B run");
-        }
+    if needs_scx && sysfs::state() != "disabled" {
+        bail!("a sched_ext scheduler is already loaded; stop it before an A/B run");
     }
     if arms.iter().any(|a| a.kind == ArmKind::EevdfNoSisUtil) {
         Lab::sis_util().context("arm eevdf-nosisutil")?;
@@ -457,6 +459,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         arms: arms.clone(),
         points: Vec::new(),
         incomplete: None,
+        dropped: BTreeMap::new(),
     };
     let points = matrix.points(&exe.display().to_string());
     info!(
@@ -516,22 +519,31 @@ fn run_matrix(
         if stop.load(Ordering::Relaxed) {
             bail!("interrupted");
         }
-        let switch = lab
-            .enter(arm)
-            .with_context(|| format!("cannot set up arm {}", arm.name))?;
-        if switch == Switch::Reload && !opts.no_warmup {
-            run_point(point, exe, &run_log, timeout, stop).context("warm-up run")?;
+        if results.dropped.contains_key(&arm.name) {
+            done += 1;
+            continue;
         }
-        if arm.is_scx() {
-            lab.reset_stats()?;
-        }
-        let (values, wall_s) = run_point(point, exe, &run_log, timeout, stop)?;
-        lab.healthy(arm)
-            .with_context(|| format!("{} under {}", point.label, arm.name))?;
-        let stats = if arm.is_scx() {
-            Some(lab.fetch_stats()?)
-        } else {
-            None
+        let sample = match take_sample(point, arm, lab, opts, exe, &run_log, timeout, stop) {
+            Ok((values, wall_s, stats)) => Sample {
+                iteration: it,
+                values,
+                wall_s,
+                stats,
+            },
+            // Another project's scheduler failing is a finding about it,
+            // not a reason to lose the other arms' hours: the run goes on
+            // without it and says so. Our own arms failing stops the run.
+            Err(e) if arm.is_external() && !stop.load(Ordering::Relaxed) => {
+                let why = format!("{e:#}");
+                warn!("dropping arm {} for the rest of the run: {why}", arm.name);
+                results.dropped.insert(arm.name.clone(), why);
+                lab.leave(arm)
+                    .with_context(|| format!("cannot unload the dropped arm {}", arm.name))?;
+                results.save(&out.join("results.json"))?;
+                done += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
         };
         let lead = &point.metrics[0];
         done += 1;
@@ -546,7 +558,7 @@ fn run_matrix(
             it + 1,
             arm.name,
             lead.name,
-            values.get(&lead.name).copied().unwrap_or(f64::NAN),
+            sample.values.get(&lead.name).copied().unwrap_or(f64::NAN),
             lead.unit,
             fmt_duration(started.elapsed()),
             fmt_duration(left)
@@ -555,15 +567,46 @@ fn run_matrix(
             .samples
             .entry(arm.name.clone())
             .or_default()
-            .push(Sample {
-                iteration: it,
-                values,
-                wall_s,
-                stats,
-            });
+            .push(sample);
         results.save(&out.join("results.json"))?;
     }
     Ok(())
+}
+
+/// One run of `point` under `arm`: its values, wall time and, for our
+/// own arms, the scheduler's counters over the run.
+#[allow(clippy::too_many_arguments)]
+fn take_sample(
+    point: &Point,
+    arm: &Arm,
+    lab: &mut Lab,
+    opts: &BenchOpts,
+    exe: &Path,
+    run_log: &Path,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<(BTreeMap<String, f64>, f64, Option<crate::stats::Metrics>)> {
+    let switch = lab
+        .enter(arm)
+        .with_context(|| format!("cannot set up arm {}", arm.name))?;
+    if switch == Switch::Reload && !opts.no_warmup {
+        run_point(point, exe, run_log, timeout, stop).context("warm-up run")?;
+    }
+    if arm.is_scx() {
+        lab.reset_stats()?;
+    }
+    let ran = run_point(point, exe, run_log, timeout, stop);
+    // An arm that lost its scheduler during the run explains a failed run
+    // better than the benchmark's own complaint does.
+    lab.healthy(arm)
+        .with_context(|| format!("{} under {}", point.label, arm.name))?;
+    let (values, wall_s) = ran?;
+    let stats = if arm.is_scx() {
+        Some(lab.fetch_stats()?)
+    } else {
+        None
+    };
+    Ok((values, wall_s, stats))
 }
 
 /// Writes the results file, the report and the plots, and prints the

@@ -321,7 +321,7 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::tests::results;
+    use crate::bench::fixture::results;
 
     #[test]
     fn ticks_are_round() {

@@ -119,6 +119,10 @@ pub struct Results {
     /// Set when the run stopped early, and why.
     #[serde(default)]
     pub incomplete: Option<String>,
+    /// Other projects' arms that failed and were left out of the rest of
+    /// the run, and why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dropped: BTreeMap<String, String>,
 }
 
 impl Results {
@@ -334,12 +338,7 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
                 f(&|m| hist_mean(&m.limit)),
                 f(&|m| hist_mean(&m.examined)),
                 f(&|m| m.scan_ns_mean),
-                f(&|m| {
-                    m.ops
-                        .iter()
-                        .find(|o| o.op == "select_cpu")
-                        .map_or(0.0, |o| o.ns_per_call)
-                }),
+                f(&|m| m.ops.get("select_cpu").map_or(0.0, |o| o.ns_per_call)),
             ]);
         }
     }
@@ -383,7 +382,7 @@ fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
         add_hist(&mut t.limit, &m.limit);
         add_hist(&mut t.shadow_limit, &m.shadow_limit);
     }
-    Some(t)
+    Some(t.with_depths())
 }
 
 /// The seed's explanatory tables (found-rate, the "able to find" matrix
@@ -434,6 +433,9 @@ pub fn text(r: &Results) -> String {
     let _ = writeln!(out, "method: {}", r.method.describe());
     if let Some(why) = &r.incomplete {
         let _ = writeln!(out, "INCOMPLETE: {why}");
+    }
+    for (arm, why) in &r.dropped {
+        let _ = writeln!(out, "DROPPED {arm} for the rest of the run: {why}");
     }
     for section in r.sections() {
         let metrics = r
@@ -532,94 +534,20 @@ pub fn compare(a: &Results, b: &Results, alpha: f64) -> String {
 }
 
 #[cfg(test)]
-pub mod tests {
+mod tests {
     use super::*;
-    use crate::bench::workload::Family;
+    use crate::bench::fixture::results;
 
-    pub fn sample(it: u32, metric: &str, v: f64) -> Sample {
-        Sample {
-            iteration: it,
-            values: BTreeMap::from([(metric.to_string(), v)]),
-            wall_s: v,
-            stats: None,
-        }
-    }
-
-    pub fn results() -> Results {
-        let matrix = Matrix {
-            families: vec![Family::Hackbench],
-            hackbench_groups: vec![1, 16],
-            hackbench_loops: 100,
-            hackbench_threads: vec![false],
-            hackbench_pipe: vec![false],
-            tbench_clients: vec![],
-            tbench_secs: 1,
-            perf_groups: vec![],
-            perf_loops: 1,
-            perf_pipe_loops: 1,
-            wakeup_messengers: 1,
-            wakeup_workers: vec![],
-            wakeup_secs: 1.0,
-        };
-        let points = matrix.points("scx_sisutil");
-        let mut util_stats = Metrics {
-            scans: 10,
-            idle_found: 3,
-            idle_missed: 1,
-            limit: vec![5, 0, 0, 0, 5],
-            examined: vec![6, 4, 0, 0, 0],
-            ..Default::default()
-        };
-        util_stats.policy = "util".into();
-        let mk = |arm_vals: [(&str, [f64; 3]); 2]| -> BTreeMap<String, Vec<Sample>> {
-            arm_vals
-                .iter()
-                .map(|(arm, vs)| {
-                    let ss = vs
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| {
-                            let mut s = sample(i as u32, "time", *v);
-                            if *arm == "util" {
-                                s.stats = Some(util_stats.clone());
-                            }
-                            s
-                        })
-                        .collect();
-                    (arm.to_string(), ss)
-                })
-                .collect()
-        };
-        Results {
-            format: FORMAT.into(),
-            created: "2026-11-30 12:00:00 UTC".into(),
-            env: Env {
-                kernel: "7.3.4".into(),
-                topology: "1 LLC(s) x 16 CPUs, SMT off".into(),
-                cpus: 16,
-                ..Default::default()
-            },
-            method: Method {
-                iterations: 3,
-                warmup: true,
-                settle_s: 2.0,
-                alpha: 0.05,
-                baseline: "eevdf".into(),
-                matrix,
-            },
-            arms: vec![Arm::parse("eevdf").unwrap(), Arm::parse("util").unwrap()],
-            points: vec![
-                PointResult {
-                    point: points[0].clone(),
-                    samples: mk([("eevdf", [4.64, 4.70, 4.61]), ("util", [4.70, 4.75, 4.72])]),
-                },
-                PointResult {
-                    point: points[1].clone(),
-                    samples: mk([("eevdf", [10.7, 10.5, 10.9]), ("util", [11.69, 11.5, 11.8])]),
-                },
-            ],
-            incomplete: None,
-        }
+    #[test]
+    fn the_report_names_dropped_arms() {
+        let mut r = results();
+        assert!(!text(&r).contains("DROPPED"));
+        r.dropped
+            .insert("peer".into(), "peer is no longer loaded".into());
+        assert!(text(&r).contains("DROPPED peer for the rest of the run: peer is no longer loaded"));
+        let json = serde_json::to_string(&r).unwrap();
+        let back: Results = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.dropped, r.dropped);
     }
 
     #[test]

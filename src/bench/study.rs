@@ -366,7 +366,7 @@ pub fn summarize(dir: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::report::tests::results;
+    use crate::bench::fixture::results;
 
     fn tmp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("sisu-study-{name}-{}", std::process::id()));

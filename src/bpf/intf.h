@@ -71,7 +71,6 @@ struct sisu_llc_ctx {
 	u32 nr_idle_scan;
 	u32 sum_util;
 	u32 has_idle_cores;
-	u32 seq;		/* publication count, for observers */
 } __attribute__((aligned(64)));
 
 /*
@@ -118,6 +117,16 @@ struct sisu_stats {
 	u64 examined[SISU_HIST_SLOTS];	/* CPUs examined per scan */
 	u64 limit[SISU_HIST_SLOTS];	/* depth limit the policy set per scan */
 	u64 shadow_limit[SISU_HIST_SLOTS];
+};
+
+/*
+ * What the scans of one LLC found, per CPU (a per-CPU array indexed by LLC,
+ * sized to the machine's LLCs at load), counted under whichever policy was
+ * active: userspace diffs it from the last switch like the rest.
+ */
+struct sisu_llc_scans {
+	u64 scans;			/* scans of this LLC */
+	u64 found[2][2];		/* [an idle CPU existed][the scan found one] */
 };
 
 #endif /* __SISUTIL_INTF_H */

@@ -89,6 +89,14 @@ struct {
 	__type(value, struct sisu_stats);
 } stats SEC(".maps");
 
+/* Userspace sets max_entries to the number of LLCs before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SISU_MAX_LLCS);
+	__type(key, u32);
+	__type(value, struct sisu_llc_scans);
+} llc_scans SEC(".maps");
+
 /* What the kernel keeps in task_struct and sched_entity. */
 struct task_ctx {
 	s32 recent_used_cpu;
@@ -506,6 +514,17 @@ static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_cpu
 	}
 }
 
+/* The same outcome, counted against the LLC that was scanned. */
+static void count_llc_scan(u32 llc, bool existed, bool found)
+{
+	struct sisu_llc_scans *ls = bpf_map_lookup_elem(&llc_scans, &llc);
+
+	if (!ls)
+		return;
+	ls->scans++;
+	matrix_add(ls->found, existed, found);
+}
+
 /*
  * Step 5 of the placement: scan the target's LLC under the active policy,
  * judge the shadow policy on the same idle state, and count what happened.
@@ -570,6 +589,7 @@ static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_co
 		hist_add(st->examined, sc.examined);
 		hist_add(st->limit, d.limit);
 		matrix_add(st->found, existed, found);
+		count_llc_scan(llc, existed, found);
 		if (has_shadow) {
 			hist_add(st->shadow_limit, sd.limit);
 			if (existed)
@@ -1015,10 +1035,9 @@ static u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
  * A task cannot sleep there, so one being queued was preempted there, and
  * every RCU grace period now waits until it runs again and leaves the
  * section. User tasks are left out: their sections end within a system
- * call (path walks, fd lookups), and they are in one so often that
- * treating them as nice 0 there undid nice altogether (nice 0 got 1.4x
- * the CPU of nice 19 instead of ~70x). Kernel threads do bulk work in
- * long ones (khugepaged's huge-page copy).
+ * call (path walks, fd lookups), and they are inside one so often that
+ * treating them as nice 0 there would undo nice for them. Kernel threads
+ * do bulk work in long ones (a huge-page copy, say).
  */
 static bool in_rcu_reader(const struct task_struct *p)
 {
@@ -1032,14 +1051,12 @@ static bool in_rcu_reader(const struct task_struct *p)
  * nice-0 task would: with a whole base slice, and no further back than one
  * slice past the clock. At its own weight a nice-19 reader runs 0.2 ms at
  * a time, behind every nice-0 task on the CPU, while every grace period
- * waits for it: the stress test caught khugepaged inside a reader for over
- * 21 s (copying a huge page with its page table mapped). EEVDF leaves it
- * there for seconds too, but only warns; sched_ext unloads the scheduler
- * after an RCU stall. The kernel's cure, RCU priority boosting, is left
- * out of most configs. This one is milder: a reader is owed a nice-0
- * task's share, no more, until it leaves the section, so readers cannot
- * crowd others out, and a nice-0 task is seldom queued further back
- * anyway.
+ * waits for it, for tens of seconds on a loaded CPU; sched_ext unloads the
+ * scheduler after an RCU stall (EEVDF, which has the same wait, only
+ * warns). The kernel's cure, RCU priority boosting, is left out of most
+ * configs. This one is milder: a reader is owed a nice-0 task's share, no
+ * more, until it leaves the section, so readers cannot crowd others out,
+ * and a nice-0 task is seldom queued further back anyway.
  */
 static void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice)
 {

@@ -2,7 +2,8 @@
 # of 2 arms x 2 iterations produces the seed-style table, a results file
 # whose every sample is a real measurement, and plots; the kernel's own
 # SIS_UTIL arm is restored afterwards, and an interrupted run keeps what it
-# measured and leaves nothing loaded.
+# measured and leaves nothing loaded; a peer scheduler that fails is left
+# out of the rest of the run instead of ending it.
 # shape: 2x4
 . /tests/vm/lib.sh
 
@@ -74,6 +75,32 @@ wait $b
 check "the quiet run completed" [ $? -eq 0 ]
 cs=$(perf_count context-switches /tmp/ab4.csv)
 check "at most 60 context switches of the harness in 5 s ($cs)" [ "${cs:-9999}" -le 60 ]
+
+log "a failing peer is dropped, the rest of the run goes on"
+# One peer never loads; the other loads, then unloads 3 s later, in the
+# middle of a 6 s tbench run, and leaves its shell behind.
+cat >/tmp/fading.sh <<EOF
+$SCHED --policy util >/tmp/fading.log 2>&1 &
+p=\$!
+while [ "\$(cat $STATE)" != enabled ]; do sleep 0.1; done
+sleep 3
+kill -INT \$p
+wait \$p
+exec sleep 600
+EOF
+$SCHED bench --preset quick --arms eevdf --arm nope='exit 3' --arm fading='sh /tmp/fading.sh' \
+	--bench tbench --clients 2 --tbench-secs 6 --iterations 2 --out /tmp/ab5 >/tmp/ab5.out 2>/tmp/ab5.err
+rc=$?
+grep -E "DROPPED|dropping" /tmp/ab5.out /tmp/ab5.err
+check "the run with failing peers exits 0" [ $rc -eq 0 ]
+check "the report names the peer that never loaded" grep -q "DROPPED nope .*exited" /tmp/ab5.out
+check "and the one that unloaded during a run" grep -q "DROPPED fading .*no longer loaded" /tmp/ab5.out
+check "both are in the results file" \
+	[ "$(grep -cE '^ +"(nope|fading)": "' /tmp/ab5/results.json)" -eq 2 ]
+check "eevdf has all its samples" [ "$(grep -c '"iteration":' /tmp/ab5/results.json)" -eq 2 ]
+check "nothing left loaded after the dropped peers" [ "$(state)" = disabled ]
+left=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$c" 2>/dev/null; echo; done | grep -c "^sleep 600")
+check "the dropped peer's processes are gone ($left left)" [ "$left" -eq 0 ]
 
 log "interrupted"
 $SCHED bench --preset quick --arms eevdf,util --iterations 5 --out /tmp/ab3 >/tmp/ab3.out 2>/tmp/ab3.err &

@@ -105,6 +105,20 @@ sum() {
 	echo $_s
 }
 
+# says TEXT ERE: a line of TEXT matches ERE (for check, which cannot take
+# a pipe: `check D echo X | grep` would grep check's own output).
+says() {
+	printf '%s\n' "$1" | grep -Eq "$2"
+}
+
+# near A B: A and B differ by at most 5% (or 20), for two counters read a
+# moment apart.
+near() {
+	_d=$(($1 - $2))
+	[ $_d -lt 0 ] && _d=$((-_d))
+	[ $((_d * 20)) -le $(($1 + 400)) ]
+}
+
 # json_lines FILE [FROM]: the JSON lines of FILE after line FROM.
 json_lines() {
 	tail -n +$((${2:-0} + 1)) "$1" | grep '^{'

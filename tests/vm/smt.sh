@@ -13,7 +13,7 @@ check "one LLC of width 4" [ "$(json_field width "$idle")" = 4 ]
 # while idle it is set most of the time.
 hints=$(json_lines /tmp/sched.log.out | tail -n 4 | grep -o '"has_idle_cores":[0-9]' | cut -d: -f2)
 log "idle-core hint in the last samples:" $hints
-check "the idle-core hint is set while idle" echo "$hints" | grep -q 1
+check "the idle-core hint is set while idle" says "$hints" 1
 
 $SCHED reset-stats >/dev/null
 hackbench -g 1 -f 2 -l 3000 >/tmp/hb.log 2>&1

@@ -33,6 +33,13 @@ check "scans ran" [ "$scans" -gt 200 ]
 check "found-rate near 100% (>= 95%)" [ $((found * 100)) -ge $(((found + missed) * 95)) ]
 check "most scans examined at most 2 CPUs" [ $((small * 10)) -ge $((scans * 8)) ]
 check "the depth limit stayed high (no limit 0)" [ "$(json_array limit "$s" | cut -d' ' -f1)" -eq 0 ]
+lfound=$(json_field found "$s")
+lmissed=$(json_field missed "$s")
+lpct=$(json_field found_pct "$s")
+log "the LLC's own counts: scanned $(json_field scanned "$s"), found $lfound, missed $lmissed ($lpct%)"
+check "the LLC counted the machine's scans" near "$scans" "$(json_field scanned "$s")"
+check "and its finds" near "$found" "$lfound"
+check "its found-rate is near 100% too" [ "${lpct%%.*}" -ge 94 ]
 
 log "heavy load: hackbench with 16 groups"
 $SCHED reset-stats >/dev/null

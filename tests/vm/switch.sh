@@ -32,6 +32,15 @@ behaves() {
 	esac
 }
 
+# llcs_add_up JSON: the LLCs' own scan counts sum to the machine's. The two
+# are read a moment apart while hackbench runs, so within 5% (or 20 scans).
+llcs_add_up() {
+	_all=$(json_field scans "$1")
+	_per=$(json_field scanned "$1" | tr '\n' ' ')
+	log "scans $_all; per LLC: $_per"
+	[ "$(echo $_per | wc -w)" -eq 2 ] && near "$_all" "$(sum $_per)"
+}
+
 check "loads with --policy util" start_sched /tmp/sched.log --policy util
 seq0=$(cat /sys/kernel/sched_ext/enable_seq)
 
@@ -45,13 +54,15 @@ for p in prop full none builtin util; do
 	rc=$?
 	n=$((n + 1))
 	check "set policy $p: $out" [ $rc -eq 0 ]
-	check "the answer names $p" echo "$out" | grep -q "^policy $p,"
+	check "the answer names $p" says "$out" "^policy $p,"
 	sleep 2
 	s=$($SCHED stats --json)
 	check "stats report policy $p" [ "$(json_str policy "$s")" = "$p" ]
 	check "stats count $n switch(es)" [ "$(json_field switches "$s")" -eq $n ]
 	check "counters restarted at the switch" [ "$(json_field elapsed_s "$s" | cut -d. -f1)" -lt 30 ]
 	check "$p behaves as $p" behaves $p "$s"
+	check "a record per LLC, keyed by its index" says "$s" '"llcs":\{"0":\{.*"1":\{"index":1,'
+	check "$p: the LLCs' scans add up to the machine's" llcs_add_up "$s"
 done
 
 check "enable_seq unchanged by the switches" [ "$(cat /sys/kernel/sched_ext/enable_seq)" = "$seq0" ]

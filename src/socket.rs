@@ -1,3 +1,5 @@
+//! The stats socket's place, the client's way in, and its removal.
+//!
 //! Nothing of the scheduler may outlive it. Its socket (which also carries
 //! the run-time switch) is removed when it exits normally, and by a watcher
 //! process when it is killed, which no exit handler survives: the watcher's
@@ -14,6 +16,19 @@ use anyhow::{Context, Result};
 
 /// Where scx_stats serves a root scheduler's statistics.
 pub const SOCKET: &str = "/var/run/scx/root/stats";
+
+/// A client of the running instance's socket (`None`: wait as long as the
+/// client library does by default).
+pub fn connect(timeout_ms: Option<u64>) -> Result<scx_stats::prelude::StatsClient> {
+    scx_stats::prelude::StatsClient::new()
+        .connect(timeout_ms)
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "{} (its stats socket does not answer)",
+                crate::sysfs::NOT_RUNNING
+            )
+        })
+}
 
 /// The hidden subcommand that runs the watcher.
 pub const WATCHER_CMD: &str = "__watch-socket";
