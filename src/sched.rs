@@ -20,8 +20,8 @@ use scx_utils::{Topology, UserExitInfo};
 use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::Status;
+use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy};
-use crate::runtime::{self, RunTime};
 use crate::server::{Reply, Request, Server};
 use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics};
 use crate::sysfs;
@@ -116,10 +116,10 @@ pub struct Scheduler<'a> {
     /// Counters of every policy when counting last restarted.
     baseline: Vec<Counters>,
     /// BPF run time of every op then.
-    baseline_rt: Vec<RunTime>,
+    baseline_rt: Vec<OpTime>,
     /// Every LLC's scan outcomes then.
     baseline_llc: Vec<LlcScans>,
-    _bpf_stats: Option<runtime::Enabled>,
+    _bpf_stats: Option<op_time::Enabled>,
     counting_since: Instant,
     interval: Duration,
     server: Server,
@@ -128,7 +128,7 @@ pub struct Scheduler<'a> {
 impl<'a> Scheduler<'a> {
     pub fn init(s: &Settings, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let bpf_stats = if s.bpf_stats {
-            Some(runtime::enable()?)
+            Some(op_time::enable()?)
         } else {
             None
         };
@@ -336,7 +336,7 @@ impl<'a> Scheduler<'a> {
             .iter()
             .map(|&p| self.counters(p))
             .collect::<Result<_>>()?;
-        self.baseline_rt = runtime::sample(&self.skel);
+        self.baseline_rt = op_time::sample(&self.skel);
         self.baseline_llc = self.llc_scans()?;
         self.counting_since = Instant::now();
         Ok(())
@@ -358,9 +358,9 @@ impl<'a> Scheduler<'a> {
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
             llcs: self.llc_metrics()?,
-            ops: runtime::OPS
+            ops: op_time::OPS
                 .iter()
-                .zip(runtime::sample(&self.skel))
+                .zip(op_time::sample(&self.skel))
                 .zip(&self.baseline_rt)
                 .map(|((op, now), base)| (op.to_string(), now.since(base)))
                 .collect(),

@@ -15,7 +15,7 @@ use scx_stats_derive::{stat_doc, Stats};
 use serde::{Deserialize, Serialize};
 
 use crate::bpf_intf;
-use crate::runtime::RunTime;
+use crate::op_time::OpTime;
 
 const SLOTS: usize = bpf_intf::SISU_HIST_SLOTS as usize;
 const WORDS: usize = std::mem::size_of::<bpf_intf::sisu_stats>() / 8;
@@ -337,7 +337,7 @@ pub struct Context {
     pub topology: String,
     pub llcs: Vec<LlcMetrics>,
     /// Each op's calls and run time over the same span as the counters.
-    pub ops: Vec<(String, RunTime)>,
+    pub ops: Vec<(String, OpTime)>,
 }
 
 impl Metrics {
@@ -579,8 +579,8 @@ pub mod tests {
                 })
                 .collect(),
             ops: vec![
-                ("select_cpu".into(), RunTime { calls: 4, ns: 1000 }),
-                ("tick".into(), RunTime::default()),
+                ("select_cpu".into(), OpTime { calls: 4, ns: 1000 }),
+                ("tick".into(), OpTime::default()),
             ],
         }
     }

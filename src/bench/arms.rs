@@ -146,7 +146,7 @@ fn stop_child(child: &mut Child, grace: Duration) -> bool {
 
 /// What entering an arm took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Switch {
+pub enum Transition {
     /// The arm was already in place.
     Stay,
     /// A policy change in the running scx_sisutil, through its socket: the
@@ -160,7 +160,7 @@ pub enum Switch {
 }
 
 /// The machine's state for the arms, and putting it back.
-pub struct Lab {
+pub struct Machine {
     exe: PathBuf,
     sched_args: Vec<String>,
     log: PathBuf,
@@ -172,7 +172,7 @@ pub struct Lab {
     current: Option<String>,
 }
 
-impl Lab {
+impl Machine {
     pub fn new(exe: PathBuf, sched_args: Vec<String>, log: PathBuf, settle: Duration) -> Self {
         Self {
             exe,
@@ -211,9 +211,9 @@ impl Lab {
     }
 
     /// Puts the machine into `arm`'s state, and says what that took.
-    pub fn enter(&mut self, arm: &Arm) -> Result<Switch> {
+    pub fn enter(&mut self, arm: &Arm) -> Result<Transition> {
         if self.current.as_deref() == Some(arm.name.as_str()) && self.healthy(arm).is_ok() {
-            return Ok(Switch::Stay);
+            return Ok(Transition::Stay);
         }
         let was_scx = self.sched.is_some();
         match &arm.kind {
@@ -247,7 +247,11 @@ impl Lab {
         }
         let live = was_scx && matches!(arm.kind, ArmKind::Scx { .. });
         self.current = Some(arm.name.clone());
-        Ok(if live { Switch::Live } else { Switch::Reload })
+        Ok(if live {
+            Transition::Live
+        } else {
+            Transition::Reload
+        })
     }
 
     /// Takes `arm`'s scheduler off the machine, whatever state it is in.
@@ -409,7 +413,7 @@ impl Lab {
     }
 }
 
-impl Drop for Lab {
+impl Drop for Machine {
     fn drop(&mut self) {
         if let Err(e) = self.shutdown() {
             warn!("could not restore the machine's state: {e:#}");

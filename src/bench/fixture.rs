@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::arms::Arm;
-use super::report::{Env, Method, PointResult, Results, Sample, FORMAT};
+use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
 use super::workload::{Family, Matrix};
 use crate::stats::Metrics;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::report::Results;
+use super::results::Results;
 use super::stat::{self, Better};
 
 const PALETTE: [&str; 10] = [

@@ -1,171 +1,13 @@
-//! The results of an A/B run (the file that keeps every raw sample and the
-//! environment), the seed-style text tables made from them, and the
-//! comparison of two result files.
+//! The report of an A/B run: the seed-style text tables made from its
+//! results file, and the comparison of two result files.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
-
-use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 
 use super::arms::Arm;
+use super::results::{Results, Sample};
 use super::stat::{self, Better};
-use super::workload::{Matrix, Metric, Point};
+use super::workload::Metric;
 use crate::stats::Metrics;
-
-pub const FORMAT: &str = "scx_sisutil-ab/1";
-
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Env {
-    pub kernel: String,
-    pub hostname: String,
-    pub topology: String,
-    pub cpus: u64,
-    pub scheduler_version: String,
-    pub scheduler_args: Vec<String>,
-    pub command_line: Vec<String>,
-}
-
-/// The runs in order, as (point, iteration, arm) indices: at every point
-/// each iteration runs all arms back to back, so that they meet the same
-/// conditions within seconds, in the reverse order every other time
-/// (A B C, C B A, A B C...). The reversal balances a slow drift of the
-/// machine between the arms, and halves the scheduler loads and unloads:
-/// the arm that ends one round begins the next.
-pub fn run_order(points: usize, iterations: u32, arms: usize) -> Vec<(usize, u32, usize)> {
-    let mut out = Vec::with_capacity(points * iterations as usize * arms);
-    let mut round = 0usize;
-    for p in 0..points {
-        for it in 0..iterations {
-            let order: Vec<usize> = if round.is_multiple_of(2) {
-                (0..arms).collect()
-            } else {
-                (0..arms).rev().collect()
-            };
-            out.extend(order.into_iter().map(|a| (p, it, a)));
-            round += 1;
-        }
-    }
-    out
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Method {
-    pub iterations: u32,
-    pub warmup: bool,
-    pub settle_s: f64,
-    pub alpha: f64,
-    pub baseline: String,
-    pub matrix: Matrix,
-}
-
-impl Method {
-    pub fn describe(&self) -> String {
-        format!(
-            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, in alternating order{}; \
-             pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
-             * = significant by Welch's t-test at p < {}",
-            self.iterations,
-            if self.warmup {
-                ", a warm-up run discarded after every scheduler load or unload"
-            } else {
-                ""
-            },
-            self.baseline,
-            self.alpha
-        )
-    }
-}
-
-/// One measured run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    pub iteration: u32,
-    pub values: BTreeMap<String, f64>,
-    pub wall_s: f64,
-    /// The scheduler's counters over the run (scx arms only).
-    pub stats: Option<Metrics>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PointResult {
-    pub point: Point,
-    /// Samples per arm name.
-    pub samples: BTreeMap<String, Vec<Sample>>,
-}
-
-impl PointResult {
-    pub fn values(&self, arm: &str, metric: &str) -> Vec<f64> {
-        self.samples
-            .get(arm)
-            .map(|ss| {
-                ss.iter()
-                    .filter_map(|s| s.values.get(metric).copied())
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Results {
-    pub format: String,
-    pub created: String,
-    pub env: Env,
-    pub method: Method,
-    pub arms: Vec<Arm>,
-    pub points: Vec<PointResult>,
-    /// Set when the run stopped early, and why.
-    #[serde(default)]
-    pub incomplete: Option<String>,
-    /// Other projects' arms that failed and were left out of the rest of
-    /// the run, and why.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub dropped: BTreeMap<String, String>,
-}
-
-impl Results {
-    pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let r: Results = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a scx_sisutil results file", path.display()))?;
-        if r.format != FORMAT {
-            bail!(
-                "{}: format {:?}, expected {FORMAT:?}",
-                path.display(),
-                r.format
-            );
-        }
-        Ok(r)
-    }
-
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension("json.part");
-        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
-    }
-
-    /// Sections in the order their points ran.
-    pub fn sections(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for p in &self.points {
-            if !out.contains(&p.point.section) {
-                out.push(p.point.section.clone());
-            }
-        }
-        out
-    }
-
-    pub fn section_points(&self, section: &str) -> Vec<&PointResult> {
-        self.points
-            .iter()
-            .filter(|p| p.point.section == section)
-            .collect()
-    }
-}
 
 /// "4.64 +-0.02 (0.00 pct)" and a "*" when significant.
 fn cell(vals: &[f64], base: &[f64], better: Better, alpha: f64, is_base: bool) -> String {
@@ -389,7 +231,7 @@ fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
 /// against the shadow policy, "CPU Searched | Count"), summed over the
 /// iterations, for the arms that ran with a shadow policy
 /// (`--scheduler-args "--shadow prop"`): the runs made to explain.
-pub fn seed_tables(r: &Results, section: &str) -> Option<String> {
+pub fn shadow_tables(r: &Results, section: &str) -> Option<String> {
     let mut out = String::new();
     for p in r.section_points(section) {
         for (arm, samples) in &p.samples {
@@ -449,7 +291,7 @@ pub fn text(r: &Results) -> String {
         if let Some(t) = scan_table(r, &section) {
             let _ = writeln!(out, "\n{t}");
         }
-        if let Some(t) = seed_tables(r, &section) {
+        if let Some(t) = shadow_tables(r, &section) {
             let _ = writeln!(out, "\n{t}");
         }
     }
@@ -551,20 +393,6 @@ mod tests {
     }
 
     #[test]
-    fn arms_alternate_their_order() {
-        let o = run_order(2, 2, 3);
-        assert_eq!(o.len(), 12);
-        let arms: Vec<usize> = o.iter().map(|r| r.2).collect();
-        assert_eq!(arms, [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
-        // Every point's iterations in turn, each with all arms.
-        assert!(o[..6].iter().all(|r| r.0 == 0) && o[6..].iter().all(|r| r.0 == 1));
-        assert_eq!(o[3].1, 1);
-        // One arm change fewer per round than a fixed order would make.
-        let changes = o.windows(2).filter(|w| w[0].2 != w[1].2).count();
-        assert_eq!(changes, 4 * 2);
-    }
-
-    #[test]
     fn seed_style_table() {
         let r = results();
         let t = metric_table(
@@ -606,7 +434,7 @@ mod tests {
     #[test]
     fn seed_tables_only_for_shadow_runs_and_summed() {
         let mut r = results();
-        assert!(seed_tables(&r, "hackbench process socket").is_none());
+        assert!(shadow_tables(&r, "hackbench process socket").is_none());
         for p in &mut r.points {
             for s in p.samples.get_mut("util").unwrap() {
                 let m = s.stats.as_mut().unwrap();
@@ -616,7 +444,7 @@ mod tests {
                 m.shadow_limit = vec![0, 0, 0, 0, 10];
             }
         }
-        let t = seed_tables(&r, "hackbench process socket").unwrap();
+        let t = shadow_tables(&r, "hackbench process socket").unwrap();
         let block = t.split("16-groups").nth(1).unwrap();
         // Three iterations: 3 x (found 3, missed 1, both 2, prop only 1,
         // examined 6 at depth 0, prop's limit 10 at >= 4).

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use super::plot::Chart;
-use super::report::{self, Results, Sample};
+use super::report;
+use super::results::{Results, Sample};
 use super::stat;
 use crate::stats::Metrics;
 
@@ -297,7 +298,7 @@ fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
             sh.env.scheduler_args.join(" ")
         );
         for section in sh.sections() {
-            if let Some(t) = report::seed_tables(sh, &section) {
+            if let Some(t) = report::shadow_tables(sh, &section) {
                 let _ = writeln!(out, "```\n{t}```\n");
             }
         }

@@ -12,14 +12,14 @@ use crate::bpf_skel::BpfSkel;
 
 /// Calls and time of one program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunTime {
+pub struct OpTime {
     pub calls: u64,
     pub ns: u64,
 }
 
-impl RunTime {
-    pub fn since(&self, base: &RunTime) -> RunTime {
-        RunTime {
+impl OpTime {
+    pub fn since(&self, base: &OpTime) -> OpTime {
+        OpTime {
             calls: self.calls.saturating_sub(base.calls),
             ns: self.ns.saturating_sub(base.ns),
         }
@@ -49,7 +49,7 @@ fn prog_fd<'a>(skel: &'a BpfSkel, op: &str) -> Option<BorrowedFd<'a>> {
     })
 }
 
-fn read(fd: BorrowedFd) -> Option<RunTime> {
+fn read(fd: BorrowedFd) -> Option<OpTime> {
     let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
     let mut len = std::mem::size_of_val(&info) as u32;
     // SAFETY: info is a bpf_prog_info of the size given in len; the kernel
@@ -57,14 +57,14 @@ fn read(fd: BorrowedFd) -> Option<RunTime> {
     let ret = unsafe {
         libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
     };
-    (ret == 0).then_some(RunTime {
+    (ret == 0).then_some(OpTime {
         calls: info.run_cnt,
         ns: info.run_time_ns,
     })
 }
 
 /// Cumulative run time of every op in OPS.
-pub fn sample(skel: &BpfSkel) -> Vec<RunTime> {
+pub fn sample(skel: &BpfSkel) -> Vec<OpTime> {
     OPS.iter()
         .map(|op| prog_fd(skel, op).and_then(read).unwrap_or_default())
         .collect()
@@ -97,12 +97,12 @@ mod tests {
 
     #[test]
     fn difference_never_goes_negative() {
-        let a = RunTime {
+        let a = OpTime {
             calls: 10,
             ns: 1000,
         };
-        let b = RunTime { calls: 4, ns: 400 };
-        assert_eq!(a.since(&b), RunTime { calls: 6, ns: 600 });
-        assert_eq!(b.since(&a), RunTime::default());
+        let b = OpTime { calls: 4, ns: 400 };
+        assert_eq!(a.since(&b), OpTime { calls: 6, ns: 600 });
+        assert_eq!(b.since(&a), OpTime::default());
     }
 }

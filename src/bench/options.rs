@@ -1,0 +1,270 @@
+//! What a bench run is asked for: the command line's options, the
+//! presets that size the matrix for where it runs, and the arms and points
+//! they come to.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use super::arms::Arm;
+use super::workload::{Family, Matrix};
+
+/// Sizes of the matrix for where it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// Tiny loops, 2 iterations: checks the harness end to end
+    Quick,
+    /// Sized for a small VM under software emulation
+    Vm,
+    /// Sized for a real machine
+    Host,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchOpts {
+    /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, util,
+    /// prop, full, none, builtin, util-small[=N]
+    #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
+    pub arms: Vec<String>,
+    /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)
+    #[arg(long = "arm", value_name = "NAME=COMMAND")]
+    pub external: Vec<String>,
+    /// Benchmark families
+    #[arg(long = "bench", value_enum, value_delimiter = ',')]
+    pub families: Option<Vec<Family>>,
+    /// Sizes: quick, vm or host (default: vm)
+    #[arg(long, value_enum, default_value_t = Preset::Vm)]
+    pub preset: Preset,
+    /// Iterations per point (at least 2 for the t-test)
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub iterations: Option<u32>,
+    /// hackbench and perf messaging groups
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub groups: Option<Vec<u64>>,
+    /// hackbench loops
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub loops: Option<u64>,
+    /// hackbench modes: process, thread
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Option<Vec<String>>,
+    /// hackbench IPC: pipe, socket
+    #[arg(long, value_delimiter = ',')]
+    pub ipc: Option<Vec<String>>,
+    /// tbench clients (default: powers of two up to 4x the CPUs)
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub clients: Option<Vec<u64>>,
+    /// tbench seconds per run
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub tbench_secs: Option<u64>,
+    /// wakeup benchmark workers per message thread (default: powers of two
+    /// up to the CPUs)
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub workers: Option<Vec<u64>>,
+    /// Discard no warm-up run after a scheduler load or unload
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// Seconds to let the scheduler settle after it reports enabled
+    #[arg(long, default_value_t = 2.0)]
+    pub settle_secs: f64,
+    /// Significance level of the t-test
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Give up on a benchmark run after this many seconds
+    #[arg(long, default_value_t = 900)]
+    pub run_timeout: u64,
+    /// Extra options for scx_sisutil (e.g. "--slice-us 2000"; "--bpf-stats"
+    /// adds each BPF op's run time to the report, at a cost to every op)
+    #[arg(long, allow_hyphen_values = true)]
+    pub scheduler_args: Option<String>,
+    /// Where to write results.json, report.txt, plots/ and scheduler.log
+    /// (default: results/ab-<date>-<time>)
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn by_preset<T>(p: Preset, quick: T, vm: T, host: T) -> T {
+    match p {
+        Preset::Quick => quick,
+        Preset::Vm => vm,
+        Preset::Host => host,
+    }
+}
+
+fn powers_of_two(upto: u64) -> Vec<u64> {
+    std::iter::successors(Some(1u64), |v| Some(v * 2))
+        .take_while(|v| *v <= upto.max(1))
+        .collect()
+}
+
+fn flags(names: &[String], yes: &str, no: &str) -> Result<Vec<bool>> {
+    names
+        .iter()
+        .map(|n| match n.as_str() {
+            s if s == yes => Ok(true),
+            s if s == no => Ok(false),
+            s => bail!("{s:?}: expected {yes} or {no}"),
+        })
+        .collect()
+}
+
+impl BenchOpts {
+    pub fn arms(&self) -> Result<Vec<Arm>> {
+        let mut arms: Vec<Arm> = self
+            .arms
+            .iter()
+            .map(|a| Arm::parse(a))
+            .collect::<Result<_>>()?;
+        for e in &self.external {
+            arms.push(Arm::parse_external(e)?);
+        }
+        if arms.is_empty() {
+            bail!("no arms to compare");
+        }
+        for (i, a) in arms.iter().enumerate() {
+            if arms[..i].iter().any(|b| b.name == a.name) {
+                bail!("arm {} is given twice", a.name);
+            }
+        }
+        Ok(arms)
+    }
+
+    pub fn iterations(&self) -> u32 {
+        self.iterations.unwrap_or(match self.preset {
+            Preset::Quick => 2,
+            Preset::Vm => 3,
+            Preset::Host => 5,
+        })
+    }
+
+    pub fn matrix(&self, cpus: u64) -> Result<Matrix> {
+        let p = self.preset;
+        let families = self.families.clone().unwrap_or(match p {
+            Preset::Quick => vec![Family::Hackbench, Family::Tbench],
+            _ => vec![
+                Family::Hackbench,
+                Family::Tbench,
+                Family::PerfMessaging,
+                Family::PerfPipe,
+                Family::Wakeup,
+            ],
+        });
+        let groups = self.groups.clone().unwrap_or_else(|| {
+            by_preset(p, vec![1, 2], vec![1, 2, 4, 8, 16], vec![1, 2, 4, 8, 16])
+        });
+        Ok(Matrix {
+            families,
+            hackbench_loops: self.loops.unwrap_or(by_preset(p, 50, 200, 2000)),
+            hackbench_threads: flags(
+                self.modes.as_deref().unwrap_or(&by_preset(
+                    p,
+                    vec!["process".into()],
+                    vec!["process".into(), "thread".into()],
+                    vec!["process".into(), "thread".into()],
+                )),
+                "thread",
+                "process",
+            )?,
+            hackbench_pipe: flags(
+                self.ipc.as_deref().unwrap_or(&by_preset(
+                    p,
+                    vec!["pipe".into()],
+                    vec!["pipe".into(), "socket".into()],
+                    vec!["pipe".into(), "socket".into()],
+                )),
+                "pipe",
+                "socket",
+            )?,
+            perf_groups: groups.iter().copied().filter(|g| *g <= 8).collect(),
+            hackbench_groups: groups,
+            tbench_clients: self.clients.clone().unwrap_or_else(|| {
+                by_preset(p, vec![1], powers_of_two(4 * cpus), powers_of_two(4 * cpus))
+            }),
+            tbench_secs: self.tbench_secs.unwrap_or(by_preset(p, 2, 5, 10)),
+            perf_loops: by_preset(p, 10, 50, 200),
+            perf_pipe_loops: by_preset(p, 2_000, 20_000, 200_000),
+            wakeup_messengers: 2,
+            wakeup_workers: self
+                .workers
+                .clone()
+                .unwrap_or_else(|| by_preset(p, vec![2], powers_of_two(cpus), powers_of_two(cpus))),
+            wakeup_secs: by_preset(p, 1.0, 3.0, 10.0),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_size_the_matrix() {
+        let opts = |args: &[&str]| {
+            #[derive(clap::Parser)]
+            struct W {
+                #[command(flatten)]
+                b: BenchOpts,
+            }
+            <W as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+                .map(|w| w.b)
+        };
+        let q = opts(&["--preset", "quick"]).unwrap();
+        let m = q.matrix(8).unwrap();
+        assert_eq!(q.iterations(), 2);
+        assert_eq!(m.families, [Family::Hackbench, Family::Tbench]);
+        assert_eq!(m.tbench_clients, [1]);
+
+        let v = opts(&[]).unwrap();
+        let m = v.matrix(8).unwrap();
+        assert_eq!(v.iterations(), 3);
+        assert_eq!(m.tbench_clients, [1, 2, 4, 8, 16, 32]);
+        assert_eq!(m.wakeup_workers, [1, 2, 4, 8]);
+        assert_eq!(m.hackbench_groups, [1, 2, 4, 8, 16]);
+        assert_eq!(m.hackbench_threads, [false, true]);
+        assert_eq!(m.perf_groups, [1, 2, 4, 8]);
+
+        let o = opts(&[
+            "--groups",
+            "3",
+            "--modes",
+            "thread",
+            "--ipc",
+            "socket",
+            "--clients",
+            "5",
+        ])
+        .unwrap();
+        let m = o.matrix(4).unwrap();
+        assert_eq!(
+            (m.hackbench_groups.clone(), m.hackbench_threads.clone()),
+            (vec![3], vec![true])
+        );
+        assert_eq!(
+            (m.hackbench_pipe.clone(), m.tbench_clients.clone()),
+            (vec![false], vec![5])
+        );
+        assert!(opts(&["--modes", "fibre"]).unwrap().matrix(4).is_err());
+        assert!(opts(&["--iterations", "0"]).is_err());
+    }
+
+    #[test]
+    fn arms_are_checked() {
+        #[derive(clap::Parser)]
+        struct W {
+            #[command(flatten)]
+            b: BenchOpts,
+        }
+        let parse = |args: &[&str]| {
+            <W as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+                .unwrap()
+                .b
+                .arms()
+        };
+        let arms = parse(&["--arms", "eevdf,util", "--arm", "bpfland=scx_bpfland"]).unwrap();
+        assert_eq!(
+            arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["eevdf", "util", "bpfland"]
+        );
+        assert!(parse(&["--arms", "util,util"]).is_err());
+        assert!(parse(&["--arms", "eevdf,turbo"]).is_err());
+    }
+}

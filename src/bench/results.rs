@@ -1,0 +1,143 @@
+//! The results file of an A/B run: every raw sample with the scheduler's
+//! counters for its run, the environment and the method, as `compare`,
+//! `plot` and `study-summary` read it back.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::arms::Arm;
+use super::workload::{Matrix, Point};
+use crate::stats::Metrics;
+
+pub const FORMAT: &str = "scx_sisutil-ab/1";
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Env {
+    pub kernel: String,
+    pub hostname: String,
+    pub topology: String,
+    pub cpus: u64,
+    pub scheduler_version: String,
+    pub scheduler_args: Vec<String>,
+    pub command_line: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Method {
+    pub iterations: u32,
+    pub warmup: bool,
+    pub settle_s: f64,
+    pub alpha: f64,
+    pub baseline: String,
+    pub matrix: Matrix,
+}
+
+impl Method {
+    pub fn describe(&self) -> String {
+        format!(
+            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, in alternating order{}; \
+             pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
+             * = significant by Welch's t-test at p < {}",
+            self.iterations,
+            if self.warmup {
+                ", a warm-up run discarded after every scheduler load or unload"
+            } else {
+                ""
+            },
+            self.baseline,
+            self.alpha
+        )
+    }
+}
+
+/// One measured run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub iteration: u32,
+    pub values: BTreeMap<String, f64>,
+    pub wall_s: f64,
+    /// The scheduler's counters over the run (scx arms only).
+    pub stats: Option<Metrics>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointResult {
+    pub point: Point,
+    /// Samples per arm name.
+    pub samples: BTreeMap<String, Vec<Sample>>,
+}
+
+impl PointResult {
+    pub fn values(&self, arm: &str, metric: &str) -> Vec<f64> {
+        self.samples
+            .get(arm)
+            .map(|ss| {
+                ss.iter()
+                    .filter_map(|s| s.values.get(metric).copied())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    pub format: String,
+    pub created: String,
+    pub env: Env,
+    pub method: Method,
+    pub arms: Vec<Arm>,
+    pub points: Vec<PointResult>,
+    /// Set when the run stopped early, and why.
+    #[serde(default)]
+    pub incomplete: Option<String>,
+    /// Other projects' arms that failed and were left out of the rest of
+    /// the run, and why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub dropped: BTreeMap<String, String>,
+}
+
+impl Results {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let r: Results = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a scx_sisutil results file", path.display()))?;
+        if r.format != FORMAT {
+            bail!(
+                "{}: format {:?}, expected {FORMAT:?}",
+                path.display(),
+                r.format
+            );
+        }
+        Ok(r)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let tmp = path.with_extension("json.part");
+        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Sections in the order their points ran.
+    pub fn sections(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.points {
+            if !out.contains(&p.point.section) {
+                out.push(p.point.section.clone());
+            }
+        }
+        out
+    }
+
+    pub fn section_points(&self, section: &str) -> Vec<&PointResult> {
+        self.points
+            .iter()
+            .filter(|p| p.point.section == section)
+            .collect()
+    }
+}

@@ -1,0 +1,494 @@
+//! One A/B run from start to end: the checks before it, the tbench server,
+//! every point under every arm in the interleaved order, and the results
+//! file, report and plots at the end, whatever happened.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use log::{info, warn};
+
+use super::arms::{Arm, ArmKind, Machine, Transition};
+use super::options::BenchOpts;
+use super::plot;
+use super::report;
+use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
+use super::workload::{self, Family, Matrix, Point};
+use crate::sysfs;
+
+/// The runs in order, as (point, iteration, arm) indices: at every point
+/// each iteration runs all arms back to back, so that they meet the same
+/// conditions within seconds, in the reverse order every other time
+/// (A B C, C B A, A B C...). The reversal balances a slow drift of the
+/// machine between the arms, and halves the scheduler loads and unloads:
+/// the arm that ends one round begins the next.
+pub fn run_order(points: usize, iterations: u32, arms: usize) -> Vec<(usize, u32, usize)> {
+    let mut out = Vec::with_capacity(points * iterations as usize * arms);
+    let mut round = 0usize;
+    for p in 0..points {
+        for it in 0..iterations {
+            let order: Vec<usize> = if round.is_multiple_of(2) {
+                (0..arms).collect()
+            } else {
+                (0..arms).rev().collect()
+            };
+            out.extend(order.into_iter().map(|a| (p, it, a)));
+            round += 1;
+        }
+    }
+    out
+}
+
+/// "2026-11-30 12:00:00 UTC" for a time since the epoch.
+fn utc(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn uname() -> (String, String) {
+    // SAFETY: uname() fills the struct it is given.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return (String::new(), String::new());
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    (field(&u.release), field(&u.nodename))
+}
+
+fn in_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|d| d.join(program).is_file())
+}
+
+fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+/// A descriptor that becomes readable when @child exits (None where the
+/// kernel has no pidfd_open).
+fn pidfd(child: &std::process::Child) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor
+    // or -1; our child is not reaped until try_wait() says it exited.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+    // SAFETY: a non-negative result is a descriptor that nothing else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Waits up to @max for the child behind @exit_fd to exit. The harness
+/// runs beside the benchmark it measures: polling the child every few ms
+/// woke it 50 times a second in every run, on the CPUs being measured.
+fn await_exit(exit_fd: Option<&OwnedFd>, max: Duration) {
+    let Some(fd) = exit_fd else {
+        return std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = max.as_millis().min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd for the length of the call. An error or a
+    // signal just ends the wait early; the caller looks again.
+    unsafe { libc::poll(&mut pfd, 1, ms) };
+}
+
+/// Runs one benchmark command, killing it on timeout or interruption.
+fn run_point(
+    point: &Point,
+    exe: &Path,
+    log: &Path,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<(BTreeMap<String, f64>, f64)> {
+    let out =
+        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut argv = point.argv.clone();
+    if point.family == Family::Wakeup {
+        argv[0] = exe.display().to_string();
+    }
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .stdin(Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot run {}", argv[0]))?;
+    let exit_fd = pidfd(&child);
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break st;
+        }
+        if stop.load(Ordering::Relaxed) || start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            if stop.load(Ordering::Relaxed) {
+                bail!("interrupted");
+            }
+            bail!("{} ran longer than {}s", argv.join(" "), timeout.as_secs());
+        }
+        await_exit(exit_fd.as_ref(), Duration::from_millis(250));
+    };
+    let wall = start.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    if !status.success() {
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        bail!("{} failed ({status}): {}", argv.join(" "), tail.join(" | "));
+    }
+    let values = workload::parse(point.family, &text)
+        .with_context(|| format!("cannot read the result of {}", argv.join(" ")))?;
+    Ok((values, wall))
+}
+
+fn preflight(arms: &[Arm], matrix: &Matrix) -> Result<()> {
+    sysfs::require_root(
+        "must run as root: the harness loads schedulers and changes kernel settings",
+    )?;
+    let needs_scx = arms
+        .iter()
+        .any(|a| matches!(a.kind, ArmKind::Scx { .. } | ArmKind::External { .. }));
+    if needs_scx && !sysfs::present() {
+        bail!(
+            "this kernel has no sched_ext ({} is missing)",
+            sysfs::SCHED_EXT
+        );
+    }
+    if needs_scx && sysfs::state() != "disabled" {
+        bail!("a sched_ext scheduler is already loaded; stop it before an A/B run");
+    }
+    if arms.iter().any(|a| a.kind == ArmKind::EevdfNoSisUtil) {
+        Machine::sis_util().context("arm eevdf-nosisutil")?;
+    }
+    for f in &matrix.families {
+        if *f != Family::Wakeup && !in_path(f.program()) {
+            bail!("{} needs {}, which is not installed", f.name(), f.program());
+        }
+    }
+    if matrix.families.contains(&Family::Tbench) {
+        if !in_path("tbench_srv") {
+            bail!("tbench needs tbench_srv, which is not installed");
+        }
+        if !Path::new(workload::TBENCH_LOADFILE).exists() {
+            bail!("tbench needs {}", workload::TBENCH_LOADFILE);
+        }
+    }
+    Ok(())
+}
+
+/// The tbench server, for as long as the run lasts.
+struct TbenchServer(std::process::Child);
+
+impl TbenchServer {
+    fn start() -> Result<Self> {
+        let child = Command::new("tbench_srv")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .stdin(Stdio::null())
+            .spawn()
+            .context("cannot start tbench_srv")?;
+        std::thread::sleep(Duration::from_millis(500));
+        Ok(Self(child))
+    }
+}
+
+impl Drop for TbenchServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
+    if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
+        bail!("--alpha must be between 0 and 1");
+    }
+    if !opts.settle_secs.is_finite() || !(0.0..=600.0).contains(&opts.settle_secs) {
+        bail!("--settle-secs must be between 0 and 600");
+    }
+    let arms = opts.arms()?;
+    let topo = scx_utils::Topology::new().context("cannot read the CPU topology")?;
+    let layout = crate::topology::Layout::new(&topo)?;
+    let cpus = layout.nr_cpus() as u64;
+    let matrix = opts.matrix(cpus)?;
+    preflight(&arms, &matrix)?;
+
+    let exe = std::env::current_exe().context("cannot find scx_sisutil's executable")?;
+    let out = opts.out.clone().unwrap_or_else(|| {
+        let stamp = utc(SystemTime::now()).replace(['-', ':'], "");
+        PathBuf::from(format!(
+            "results/ab-{}",
+            stamp.trim_end_matches(" UTC").replace(' ', "-")
+        ))
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let sched_args: Vec<String> = opts
+        .scheduler_args
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+
+    let (kernel, hostname) = uname();
+    let iterations = opts.iterations();
+    let mut results = Results {
+        format: FORMAT.into(),
+        created: utc(SystemTime::now()),
+        env: Env {
+            kernel,
+            hostname,
+            topology: layout.describe(),
+            cpus,
+            scheduler_version: env!("CARGO_PKG_VERSION").into(),
+            scheduler_args: sched_args.clone(),
+            command_line: std::env::args().collect(),
+        },
+        method: Method {
+            iterations,
+            warmup: !opts.no_warmup,
+            settle_s: opts.settle_secs,
+            alpha: opts.alpha,
+            baseline: arms[0].name.clone(),
+            matrix: matrix.clone(),
+        },
+        arms: arms.clone(),
+        points: Vec::new(),
+        incomplete: None,
+        dropped: BTreeMap::new(),
+    };
+    let points = matrix.points(&exe.display().to_string());
+    info!(
+        "A/B: {} point(s) x {iterations} iteration(s) x {} arm(s), results in {}",
+        points.len(),
+        arms.len(),
+        out.display()
+    );
+
+    let _tbench = if matrix.families.contains(&Family::Tbench) {
+        Some(TbenchServer::start()?)
+    } else {
+        None
+    };
+    let mut machine = Machine::new(
+        exe.clone(),
+        sched_args,
+        out.join("scheduler.log"),
+        Duration::from_secs_f64(opts.settle_secs),
+    );
+    let outcome = run_matrix(&mut results, &points, &mut machine, opts, &exe, &out, &stop);
+    let restored = machine.shutdown();
+    if let Err(e) = &outcome {
+        results.incomplete = Some(format!("{e:#}"));
+    }
+    finish(&results, &out)?;
+    restored.context("could not restore the machine's state")?;
+    outcome
+}
+
+fn run_matrix(
+    results: &mut Results,
+    points: &[Point],
+    machine: &mut Machine,
+    opts: &BenchOpts,
+    exe: &Path,
+    out: &Path,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let arms = results.arms.clone();
+    let iterations = results.method.iterations;
+    let timeout = Duration::from_secs(opts.run_timeout);
+    let run_log = out.join("last-run.log");
+    let total = points.len() * iterations as usize * arms.len();
+    let started = Instant::now();
+    let mut done = 0usize;
+
+    results.points = points
+        .iter()
+        .map(|point| PointResult {
+            point: point.clone(),
+            samples: BTreeMap::new(),
+        })
+        .collect();
+    for (p, it, a) in run_order(points.len(), iterations, arms.len()) {
+        let (point, arm) = (&points[p], &arms[a]);
+        if stop.load(Ordering::Relaxed) {
+            bail!("interrupted");
+        }
+        if results.dropped.contains_key(&arm.name) {
+            done += 1;
+            continue;
+        }
+        let sample = match take_sample(point, arm, machine, opts, exe, &run_log, timeout, stop) {
+            Ok((values, wall_s, stats)) => Sample {
+                iteration: it,
+                values,
+                wall_s,
+                stats,
+            },
+            // Another project's scheduler failing is a finding about it,
+            // not a reason to lose the other arms' hours: the run goes on
+            // without it and says so. Our own arms failing stops the run.
+            Err(e) if arm.is_external() && !stop.load(Ordering::Relaxed) => {
+                let why = format!("{e:#}");
+                warn!("dropping arm {} for the rest of the run: {why}", arm.name);
+                results.dropped.insert(arm.name.clone(), why);
+                machine
+                    .leave(arm)
+                    .with_context(|| format!("cannot unload the dropped arm {}", arm.name))?;
+                results.save(&out.join("results.json"))?;
+                done += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let lead = &point.metrics[0];
+        done += 1;
+        let left = started
+            .elapsed()
+            .mul_f64((total - done) as f64 / done as f64);
+        let _ = writeln!(
+            std::io::stderr(),
+            "[{done:>4}/{total}] {} {}, iteration {}/{iterations}, {}: {} = {:.3} {} (elapsed {}, ~{} left)",
+            point.section,
+            point.label,
+            it + 1,
+            arm.name,
+            lead.name,
+            sample.values.get(&lead.name).copied().unwrap_or(f64::NAN),
+            lead.unit,
+            fmt_duration(started.elapsed()),
+            fmt_duration(left)
+        );
+        results.points[p]
+            .samples
+            .entry(arm.name.clone())
+            .or_default()
+            .push(sample);
+        results.save(&out.join("results.json"))?;
+    }
+    Ok(())
+}
+
+/// One run of `point` under `arm`: its values, wall time and, for our
+/// own arms, the scheduler's counters over the run.
+#[allow(clippy::too_many_arguments)]
+fn take_sample(
+    point: &Point,
+    arm: &Arm,
+    machine: &mut Machine,
+    opts: &BenchOpts,
+    exe: &Path,
+    run_log: &Path,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<(BTreeMap<String, f64>, f64, Option<crate::stats::Metrics>)> {
+    let transition = machine
+        .enter(arm)
+        .with_context(|| format!("cannot set up arm {}", arm.name))?;
+    if transition == Transition::Reload && !opts.no_warmup {
+        run_point(point, exe, run_log, timeout, stop).context("warm-up run")?;
+    }
+    if arm.is_scx() {
+        machine.reset_stats()?;
+    }
+    let ran = run_point(point, exe, run_log, timeout, stop);
+    // An arm that lost its scheduler during the run explains a failed run
+    // better than the benchmark's own complaint does.
+    machine
+        .healthy(arm)
+        .with_context(|| format!("{} under {}", point.label, arm.name))?;
+    let (values, wall_s) = ran?;
+    let stats = if arm.is_scx() {
+        Some(machine.fetch_stats()?)
+    } else {
+        None
+    };
+    Ok((values, wall_s, stats))
+}
+
+/// Writes the results file, the report and the plots, and prints the
+/// report.
+fn finish(results: &Results, out: &Path) -> Result<()> {
+    results.save(&out.join("results.json"))?;
+    let text = report::text(results);
+    std::fs::write(out.join("report.txt"), &text).context("cannot write report.txt")?;
+    let plots = plot::write_all(results, &out.join("plots"))?;
+    // The run is over and saved: a closed stdout must not turn into an
+    // error here.
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+    let _ = writeln!(
+        stdout,
+        "results: {} | report: {} | {} plot(s) in {}",
+        out.join("results.json").display(),
+        out.join("report.txt").display(),
+        plots.len(),
+        out.join("plots").display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arms_alternate_their_order() {
+        let o = run_order(2, 2, 3);
+        assert_eq!(o.len(), 12);
+        let arms: Vec<usize> = o.iter().map(|r| r.2).collect();
+        assert_eq!(arms, [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
+        // Every point's iterations in turn, each with all arms.
+        assert!(o[..6].iter().all(|r| r.0 == 0) && o[6..].iter().all(|r| r.0 == 1));
+        assert_eq!(o[3].1, 1);
+        // One arm change fewer per round than a fixed order would make.
+        let changes = o.windows(2).filter(|w| w[0].2 != w[1].2).count();
+        assert_eq!(changes, 4 * 2);
+    }
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(UNIX_EPOCH), "1970-01-01 00:00:00 UTC");
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_040_000);
+        assert_eq!(utc(t), "2026-11-30 12:00:00 UTC");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(utc(leap), "2000-02-29 00:00:00 UTC");
+    }
+}
