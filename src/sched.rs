@@ -336,8 +336,10 @@ impl<'a> Scheduler<'a> {
             .iter()
             .map(|&p| self.counters(p))
             .collect::<Result<_>>()?;
-        self.baseline_rt = op_time::sample(&self.skel);
+        // Right after the policy's counters, as metrics() reads them, so
+        // that both cover the same wakeups but for a few syscalls' worth.
         self.baseline_llc = self.llc_scans()?;
+        self.baseline_rt = op_time::sample(&self.skel);
         self.counting_since = Instant::now();
         Ok(())
     }
@@ -346,6 +348,7 @@ impl<'a> Scheduler<'a> {
         let p = self.status.policy;
         let base = &self.baseline[p.to_bpf() as usize];
         let counters = self.counters(p)?.since(base);
+        let llc_scans = self.llc_scans()?;
         let ctx = stats::Context {
             policy: p.to_string(),
             shadow: self
@@ -357,7 +360,7 @@ impl<'a> Scheduler<'a> {
             switches: self.status.switches,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
-            llcs: self.llc_metrics()?,
+            llcs: self.llc_metrics(&llc_scans),
             ops: op_time::OPS
                 .iter()
                 .zip(op_time::sample(&self.skel))
@@ -368,18 +371,20 @@ impl<'a> Scheduler<'a> {
         Ok(Metrics::new(&counters, ctx))
     }
 
-    fn llc_metrics(&self) -> Result<Vec<LlcMetrics>> {
+    fn llc_metrics(&self, scans: &[LlcScans]) -> Vec<LlcMetrics> {
         let Some(bss) = self.skel.maps.bss_data.as_deref() else {
-            return Ok(Vec::new());
+            return Vec::new();
         };
-        let scans = self.llc_scans()?;
-        Ok(self
-            .layout
+        self.layout
             .llcs
             .iter()
             .enumerate()
             .map(|(i, llc)| {
-                let seen = scans[i].since(self.baseline_llc.get(i));
+                let seen = scans
+                    .get(i)
+                    .copied()
+                    .unwrap_or_default()
+                    .since(self.baseline_llc.get(i));
                 let width = llc.cpus.len() as u64;
                 let rec = &bss.llcs[i];
                 let mean = |f: fn(&crate::bpf_skel::types::sisu_cpu_ctx) -> u64| {
@@ -403,7 +408,7 @@ impl<'a> Scheduler<'a> {
                     found_pct: seen.found_pct(),
                 }
             })
-            .collect())
+            .collect()
     }
 }
 
