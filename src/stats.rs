@@ -168,6 +168,7 @@ pub fn fold_hist(hist: &[u64], top: usize) -> Vec<u64> {
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
 #[stat(_om_prefix = "llc_", _om_label = "llc")]
+#[serde(default)]
 pub struct LlcMetrics {
     #[stat(desc = "LLC index")]
     pub index: u64,
@@ -234,9 +235,12 @@ pub struct DepthCounts {
     pub shadow_limit: u64,
 }
 
+// Every field defaults: results files keep the record of the version
+// that wrote them, and a counter added since is zero in them.
 #[stat_doc]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
 #[stat(top)]
+#[serde(default)]
 pub struct Metrics {
     #[stat(desc = "Active policy", _om_skip)]
     pub policy: String,
@@ -544,11 +548,13 @@ pub mod tests {
     use super::*;
 
     #[test]
-    fn results_from_before_queued_wakeups_still_read() {
+    fn results_from_before_a_counter_was_added_still_read() {
         let mut v = serde_json::to_value(Metrics::default()).unwrap();
-        v.as_object_mut().unwrap().remove("queued_wakeups");
+        for gone in ["queued_wakeups", "rcu_readers", "depths"] {
+            v.as_object_mut().unwrap().remove(gone);
+        }
         let m: Metrics = serde_json::from_value(v).unwrap();
-        assert_eq!(m.queued_wakeups, 0);
+        assert_eq!((m.queued_wakeups, m.rcu_readers), (0, 0));
     }
 
     pub fn record(f: impl Fn(&mut bpf_intf::sisu_stats)) -> Vec<u8> {
