@@ -29,9 +29,15 @@ APPEND_EXTRA=
 usage() {
 	cat <<'EOF'
 usage: scripts/vm.sh [options] [--] COMMAND...
-  --shape S      CPU topology: LxC (L LLCs of C cores) or LxCxT (T threads
-                 per core), e.g. 2x4 (default), 1x4, 1x2x2, 1x8, 1x16, 2x8,
-                 1x8x2. Each LLC is one socket and one NUMA node.
+  --shape S      CPU topology, one of
+                   LxC or LxCxT: L LLCs of C cores (T threads per core), each
+                   LLC one socket and one NUMA node, e.g. 2x4 (default), 1x16,
+                   1x8x2;
+                   SsLlCc[Tt][-npsN]: S sockets of L LLCs (dies) of C cores of
+                   T threads, N NUMA nodes per socket (1, 2 or 4; default 1),
+                   e.g. 2s4l4c-nps2, 2s2l2c, 2s8l8c2t-nps4. Node distances are
+                   10 within a node, 12 between the nodes of a socket and 32
+                   between sockets (AMD's); the short form has QEMU's 20.
   --mem M        guest memory (default 2G)
   --timeout S    kill the guest after S seconds (default 900)
   --accel A      auto (KVM where it boots, else TCG), kvm or tcg
@@ -70,16 +76,36 @@ done
 [[ -x $BIN ]] || die "scheduler binary $BIN not found; build it with cargo build --release"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run scripts/setup.sh"
 
-# Topology: one socket per LLC (Intel CPU models report one L3 per socket).
+# Topology. Intel CPU models report one L3 per die: the short form makes
+# each LLC a socket (and a node), the long form puts several dies in a
+# socket and groups them into NUMA nodes, as AMD's NPS modes do.
+DIES=1
+NPS=1
+LONG=0
 if [[ $SHAPE =~ ^([0-9]+)x([0-9]+)(x([0-9]+))?$ ]]; then
 	SOCKETS=${BASH_REMATCH[1]}
 	CORES=${BASH_REMATCH[2]}
 	THREADS=${BASH_REMATCH[4]:-1}
+elif [[ $SHAPE =~ ^([0-9]+)s([0-9]+)l([0-9]+)c(([0-9]+)t)?(-nps([0-9]+))?$ ]]; then
+	SOCKETS=${BASH_REMATCH[1]}
+	DIES=${BASH_REMATCH[2]}
+	CORES=${BASH_REMATCH[3]}
+	THREADS=${BASH_REMATCH[5]:-1}
+	NPS=${BASH_REMATCH[7]:-1}
+	LONG=1
 else
-	die "bad --shape $SHAPE (want LxC or LxCxT)"
+	die "bad --shape $SHAPE (want LxC, LxCxT or SsLlCc[Tt][-npsN], see --help)"
 fi
-NCPUS=$((SOCKETS * CORES * THREADS))
-((NCPUS >= 1 && NCPUS <= 64)) || die "--shape $SHAPE gives $NCPUS CPUs; 1..64 supported"
+for n in SOCKETS DIES CORES THREADS NPS; do
+	((${!n} >= 1)) || die "--shape $SHAPE: ${n,,} must be at least 1"
+done
+[[ $NPS == 1 || $NPS == 2 || $NPS == 4 ]] || die "--shape $SHAPE: NPS must be 1, 2 or 4"
+((DIES % NPS == 0)) || die "--shape $SHAPE: NPS$NPS does not divide $DIES LLCs per socket"
+NCPUS=$((SOCKETS * DIES * CORES * THREADS))
+MAX_VCPUS=288
+((NCPUS <= MAX_VCPUS)) || die "--shape $SHAPE gives $NCPUS CPUs; at most $MAX_VCPUS are supported"
+NODES=$((SOCKETS * NPS))
+PER_NODE=$((NCPUS / NODES))
 
 KDIR=$("$ROOT/scripts/fetch-kernel.sh")
 
@@ -208,19 +234,34 @@ chmod +x "$RD/init" "$RD/cmd.sh"
 (cd "$RD" && find . | cpio -o -H newc --quiet >"$WORK/initrd.cpio")
 
 # --- QEMU ------------------------------------------------------------------
-smp="$NCPUS,sockets=$SOCKETS,cores=$CORES,threads=$THREADS"
+smp="$NCPUS,sockets=$SOCKETS,dies=$DIES,cores=$CORES,threads=$THREADS"
 numa=()
-if ((SOCKETS > 1)); then
+if ((NODES > 1)); then
 	mem_mb=$(numfmt --from=iec "$MEM")
-	per=$((mem_mb / SOCKETS / 1048576))
-	for ((s = 0; s < SOCKETS; s++)); do
-		first=$((s * CORES * THREADS))
-		last=$((first + CORES * THREADS - 1))
-		numa+=(-object "memory-backend-ram,id=m$s,size=${per}M"
-			-numa "node,nodeid=$s,cpus=$first-$last,memdev=m$s")
+	per=$((mem_mb / NODES / 1048576))
+	((per >= 64)) || die "--mem $MEM leaves less than 64M per NUMA node"
+	for ((n = 0; n < NODES; n++)); do
+		numa+=(-object "memory-backend-ram,id=m$n,size=${per}M"
+			-numa "node,nodeid=$n,cpus=$((n * PER_NODE))-$(((n + 1) * PER_NODE - 1)),memdev=m$n")
 	done
-	MEM="$((per * SOCKETS))M"
+	# The long form takes AMD's distances (12 between the nodes of a socket,
+	# 32 across sockets); the short form keeps QEMU's 20, as on a two-socket
+	# Intel machine, near enough for wake-affine across sockets.
+	((LONG)) && for ((a = 0; a < NODES; a++)); do
+		for ((b = a + 1; b < NODES; b++)); do
+			d=32
+			((a / NPS == b / NPS)) && d=12
+			numa+=(-numa "dist,src=$a,dst=$b,val=$d")
+		done
+	done
+	MEM="$((per * NODES))M"
 fi
+# Skylake-Server aborts QEMU with dies > 1; SapphireRapids reports them.
+CPU_MODEL=Skylake-Server-v4
+((DIES > 1)) && CPU_MODEL=SapphireRapids
+# More than 255 vCPUs need x2APIC interrupt routing: q35 with an IOMMU.
+machine=()
+((NCPUS > 255)) && machine=(-machine q35,kernel-irqchip=split -device intel-iommu,intremap=on,eim=on)
 
 kvm_works() {
 	# A paravirtual KVM can refuse stock kernels: boot once and remember.
@@ -241,13 +282,13 @@ kvm_works() {
 }
 
 case $ACCEL in
-tcg) accel=(-accel tcg,thread=multi -cpu Skylake-Server-v4) ;;
-kvm) accel=(-accel kvm -cpu Skylake-Server-v4) ;;
+tcg) accel=(-accel tcg,thread=multi -cpu $CPU_MODEL) ;;
+kvm) accel=(-accel kvm -cpu $CPU_MODEL) ;;
 auto)
 	if kvm_works; then
-		accel=(-accel kvm -cpu Skylake-Server-v4)
+		accel=(-accel kvm -cpu $CPU_MODEL)
 	else
-		accel=(-accel tcg,thread=multi -cpu Skylake-Server-v4)
+		accel=(-accel tcg,thread=multi -cpu $CPU_MODEL)
 	fi
 	;;
 *) die "--accel wants auto, kvm or tcg" ;;
@@ -257,7 +298,7 @@ console=${CONSOLE:-$WORK/console.log}
 out=$WORK/out.log
 set +e
 timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
-	-m "$MEM" -smp "$smp" "${numa[@]}" \
+	"${machine[@]}" -m "$MEM" -smp "$smp" "${numa[@]}" \
 	-kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.cpio" \
 	-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
 	-display none -monitor none -no-reboot \
