@@ -193,16 +193,12 @@ pub struct LlcMetrics {
     // The scan outcomes per LLC came later: older results files lack them.
     // Named apart from the machine-wide counters, which scripts grep for.
     #[stat(desc = "Scans of this LLC")]
-    #[serde(default)]
     pub scanned: u64,
     #[stat(desc = "... an idle CPU existed in it, and was found")]
-    #[serde(default)]
     pub found: u64,
     #[stat(desc = "... an idle CPU existed in it, and was not found")]
-    #[serde(default)]
     pub missed: u64,
     #[stat(desc = "Found-rate: % of its scans with an idle CPU that found one")]
-    #[serde(default)]
     pub found_pct: f64,
 }
 
@@ -257,7 +253,6 @@ pub struct Metrics {
     #[stat(desc = "Wakeups placed (by select_cpu, or by enqueue where the kernel skipped it)")]
     pub wakeups: u64,
     #[stat(desc = "... placed by enqueue: woken while still switching out (queued wakeup)")]
-    #[serde(default)] // results files from before it was counted
     pub queued_wakeups: u64,
     #[stat(desc = "... whose wake target was the waker's CPU (wake-affine)")]
     pub wake_affine: u64,
@@ -321,7 +316,6 @@ pub struct Metrics {
     )]
     pub shadow_limit: Vec<u64>,
     #[stat(desc = "The three histograms by depth, for OpenMetrics")]
-    #[serde(default)]
     pub depths: BTreeMap<u32, DepthCounts>,
     #[stat(desc = "Per-LLC state and scan outcomes, by LLC index")]
     #[serde(deserialize_with = "compat::llcs")]
