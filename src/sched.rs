@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _, Result};
 use crossbeam::channel::TryRecvError;
+use libbpf_rs::skel::{OpenSkel as _, Skel as _};
 use libbpf_rs::{MapCore, MapFlags, OpenObject};
 use log::{info, warn};
 use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
@@ -160,8 +161,15 @@ impl<'a> Scheduler<'a> {
         // are placed in enqueue.
         skel.struct_ops.sisutil_ops_mut().flags = *compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
         publish_topology(&mut skel, &layout, s)?;
+        if s.verbose {
+            op_time::log_verifier_stats(skel.open_object_mut());
+        }
 
         let mut skel = scx_ops_load!(skel, sisutil_ops, uei)?;
+        info!(
+            "verifier: {}",
+            op_time::describe_verified(&op_time::verified_insns(skel.object()))
+        );
         let status = Status {
             policy: s.policy,
             shadow: s.shadow,

@@ -367,6 +367,10 @@ static bool probe(s32 cpu, bool claim, const struct cpumask *idle)
 }
 
 struct scan {
+	s32 target;	/* the walk begins after it, in its LLC */
+	u32 budget;	/* CPUs the scan may examine */
+	bool idle_core;	/* looking for a whole idle core */
+	bool claim;	/* the active scan claims what it finds; a shadow only looks */
 	s32 found;	/* the idle CPU, or -1 */
 	u32 examined;	/* CPUs whose idle state was looked at */
 };
@@ -374,14 +378,28 @@ struct scan {
 /*
  * select_idle_cpu()'s loop over the target's LLC: the CPUs @p may use, in
  * wrap-around order from target + 1. Looking for an idle core, every core
- * is checked; otherwise at most @budget CPUs are.
+ * is checked; otherwise at most budget CPUs are.
+ *
+ * A global function, so that the verifier walks its loops once, on their
+ * own, instead of once for every path of every caller into it (the shadow
+ * and the active scan, from select_cpu and from enqueue): with SMT on, the
+ * inlined scans came close to the verifier's million instructions.
  */
-static __always_inline void scan_llc(const struct task_struct *p, s32 target, u32 budget, bool idle_core,
-		     bool claim, const struct cpumask *idle, struct scan *sc)
+__noinline void scan_llc(struct task_struct *p __arg_trusted, struct scan *sc)
 {
-	u32 llc = llc_of(target), width = width_of(llc), examined = 0, start, i;
+	u32 llc, width, budget, examined = 0, start, i;
+	const struct cpumask *idle;
 	struct sisu_llc_ctx *lc;
+	bool idle_core, claim;
 	s32 fallback = -1;
+
+	if (!sc)
+		return;
+	llc = llc_of(sc->target);
+	width = width_of(llc);
+	budget = sc->budget;
+	idle_core = sc->idle_core;
+	claim = sc->claim;
 
 	/*
 	 * Keep the verifier from tracking the counter's exact value, which
@@ -393,10 +411,11 @@ static __always_inline void scan_llc(const struct task_struct *p, s32 target, u3
 	sc->examined = 0;
 	if (!width)
 		return;
-	start = pos_of(target) + 1;
+	start = pos_of(sc->target) + 1;
 	if (start >= width)
 		start = 0;
 
+	idle = scx_bpf_get_idle_cpumask();
 	bpf_for(i, 0, width) {
 		s32 cpu = walk_cpu(llc, start, i, width);
 
@@ -432,6 +451,7 @@ static __always_inline void scan_llc(const struct task_struct *p, s32 target, u3
 	if (fallback >= 0 && probe(fallback, claim, idle))
 		sc->found = fallback;
 out:
+	scx_bpf_put_idle_cpumask(idle);
 	sc->examined = examined;
 }
 
@@ -529,14 +549,15 @@ static void count_llc_scan(u32 llc, bool existed, bool found)
  * Step 5 of the placement: scan the target's LLC under the active policy,
  * judge the shadow policy on the same idle state, and count what happened.
  */
-static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_core, u32 pol,
+static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u32 pol,
 			   struct sisu_stats *st)
 {
 	u32 llc = llc_of(target), shadow = cfg.shadow;
 	bool prop_books, has_shadow, timed, existed = false, shadow_found = false;
 	struct sisu_cpu_ctx *wc = cpu_ctx(bpf_get_smp_processor_id());
 	struct depth d, sd = {};
-	struct scan sc = { .found = -1 }, ssc;
+	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
+	struct scan ssc = { .target = target, .idle_core = idle_core };
 	const struct cpumask *idle;
 	u64 t0 = 0, t = 0;
 
@@ -555,17 +576,18 @@ static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_co
 	if (has_shadow)
 		policy_depth(shadow, llc, idle_core, wc, &sd);
 
-	idle = scx_bpf_get_idle_cpumask();
 	/* The shadow looks before the active scan claims anything. */
 	if (has_shadow && sd.scan) {
-		scan_llc(p, target, sd.budget, idle_core, false, idle, &ssc);
+		ssc.budget = sd.budget;
+		scan_llc(p, &ssc);
 		shadow_found = ssc.found >= 0;
 	}
 	timed = st || prop_books;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
-		scan_llc(p, target, d.budget, idle_core, true, idle, &sc);
+		sc.budget = d.budget;
+		scan_llc(p, &sc);
 		if (timed)
 			t = bpf_ktime_get_ns() - t0;
 		if (prop_books)
@@ -575,9 +597,13 @@ static s32 select_idle_cpu(const struct task_struct *p, s32 target, bool idle_co
 	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
 	 * the idle mask still says whether an idle CPU was there to find.
 	 */
-	if (st)
-		existed = sc.found >= 0 || shadow_found || llc_has_idle(p, llc, idle);
-	scx_bpf_put_idle_cpumask(idle);
+	if (st && sc.found < 0 && !shadow_found) {
+		idle = scx_bpf_get_idle_cpumask();
+		existed = llc_has_idle(p, llc, idle);
+		scx_bpf_put_idle_cpumask(idle);
+	} else {
+		existed = sc.found >= 0 || shadow_found;
+	}
 
 	if (st) {
 		bool found = sc.found >= 0;
@@ -626,14 +652,22 @@ static void pick_idle(struct pick *pk, s32 cpu, u32 outcome)
 	pk->outcome = outcome;
 }
 
-/* select_idle_sibling(), in the kernel's order. */
-static __always_inline void select_idle_sibling(struct task_struct *p, s32 prev, s32 target,
-						u32 pol, struct sisu_stats *st, struct pick *pk)
+/*
+ * select_idle_sibling(), in the kernel's order. Global, as scan_llc() is:
+ * select_cpu and enqueue (for queued wakeups) both place wakeups, and the
+ * verifier walks it once instead of in each.
+ */
+__noinline void select_idle_sibling(struct task_struct *p __arg_trusted, s32 prev,
+					     s32 target, u32 pol, struct pick *pk)
 {
 	struct sisu_llc_ctx *lc = llc_ctx(llc_of(target));
+	struct sisu_stats *st = stats_of(pol);
 	bool idle_core = false;
 	struct task_ctx *tctx;
 	s32 recent = -1, cpu;
+
+	if (!pk)
+		return;
 
 	/*
 	 * With no idle CPU found, p waits on target. The kernel's later
@@ -959,7 +993,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 		target = prev_cpu;
 	} else {
 		target = wake_target(p, prev_cpu, wake_flags);
-		select_idle_sibling(p, prev_cpu, target, pol, st, &pk);
+		select_idle_sibling(p, prev_cpu, target, pol, &pk);
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
 	if (pk.outcome != SISU_OUT_BUSY)
@@ -1102,7 +1136,7 @@ static bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 		else
 			pick_idle(&pk, cpu, SISU_OUT_BUSY);
 	} else {
-		select_idle_sibling(p, cpu, cpu, pol, st, &pk);
+		select_idle_sibling(p, cpu, cpu, pol, &pk);
 	}
 	count_wakeup(st, cpu, cpu, &pk, true);
 	if (pk.outcome == SISU_OUT_BUSY)
