@@ -3,9 +3,12 @@
 # EEVDF, the small-LLC rule, full and builtin) on the seed's LLC shapes,
 # in VMs, with the seed's benchmark families and explanatory tables.
 #
-#   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--out DIR]
+#   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--arms A,B,...] [--out DIR]
 #
-# For every shape it makes four runs with scripts/ab.sh:
+# Shapes are scripts/vm.sh's: LxC[xT], or SsLlCc[Tt][-npsN] for sockets of
+# several LLCs in NUMA nodes (2s4l4c-nps1,2s4l4c-nps2,2s4l4c-nps4 is the
+# seed's machine scaled down). For every shape it makes four runs with
+# scripts/ab.sh:
 #   DIR/<shape>/hackbench  every arm, hackbench (processes, pipes) 1..16 groups
 #   DIR/<shape>/tbench     every arm, tbench 1 client to 4x the CPUs
 #   DIR/<shape>/wakeup     every arm, the wakeup-latency benchmark
@@ -31,6 +34,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ROOT/scripts/lib/target-dir.sh"
 cd "$ROOT"
 SHAPES=1x16,2x8,1x8x2
+ARMS=eevdf,util,prop,util-small,full,builtin
 OUT=results/study
 PRESET=vm
 ITER=3
@@ -38,15 +42,20 @@ while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) PRESET=quick; ITER=2; shift ;;
 	--shapes) SHAPES=$2; shift 2 ;;
+	--arms) ARMS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "study.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 
-# cpus SHAPE: how many CPUs an LxC[xT] shape has.
+# cpus SHAPE: how many CPUs a shape has.
 cpus() {
 	local l c t
+	if [[ $1 =~ ^([0-9]+)s([0-9]+)l([0-9]+)c(([0-9]+)t)? ]]; then
+		echo $((BASH_REMATCH[1] * BASH_REMATCH[2] * BASH_REMATCH[3] * ${BASH_REMATCH[5]:-1}))
+		return
+	fi
 	IFS=x read -r l c t <<<"$1"
 	echo $((l * c * ${t:-1}))
 }
@@ -70,8 +79,8 @@ ab() {
 
 IFS=, read -r -a shapes <<<"$SHAPES"
 for shape in "${shapes[@]}"; do
-	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ ]] || {
-		echo "study.sh: bad shape $shape (LxC or LxCxT)" >&2
+	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ || $shape =~ ^[0-9]+s[0-9]+l[0-9]+c([0-9]+t)?(-nps[124])?$ ]] || {
+		echo "study.sh: bad shape $shape (LxC[xT] or SsLlCc[Tt][-npsN])" >&2
 		exit 2
 	}
 done
@@ -83,7 +92,7 @@ for shape in "${shapes[@]}"; do
 		--workers "$(list 1 $((n / 4)) "$n")")
 	[[ $PRESET == quick ]] && sizes=()
 	arms=(--preset "$PRESET" --iterations "$ITER"
-		--arms eevdf,util,prop,util-small,full,builtin)
+		--arms "$ARMS")
 	echo "=== $shape ($n CPUs): hackbench, all arms"
 	ab --shape "$shape" --out "$OUT/$shape/hackbench" -- \
 		"${arms[@]}" --bench hackbench "${sizes[@]}"

@@ -455,6 +455,28 @@ fn publish_topology(
         rodata.llc_first[i] = first[i] as u32;
         rodata.llc_width[i] = llc.cpus.len() as u32;
     }
+    let n = l.llcs.len();
+    for a in 0..n {
+        for (k, b) in l.nearest(a).into_iter().enumerate() {
+            rodata.llc_near[a][k] = b as u8;
+        }
+        for b in 0..n {
+            rodata.llc_span[a][b] = l.span(a, b).bpf() as u8;
+            rodata.llc_affine[a][b] = l.affine(a, b) as u8;
+        }
+    }
+    let (llc_node, node_cpus, node_first) = l.flat_node_cpus();
+    for (i, &node) in llc_node.iter().enumerate() {
+        rodata.llc_node[i] = node as u32;
+    }
+    for (i, &cpu) in node_cpus.iter().enumerate() {
+        rodata.node_cpus[i] = cpu as i32;
+    }
+    for (node, &start) in node_first.iter().enumerate() {
+        let end = node_first.get(node + 1).copied().unwrap_or(node_cpus.len());
+        rodata.node_first[node] = start as u32;
+        rodata.node_width[node] = (end - start) as u32;
+    }
     for (cpu, pos) in l.cpu_positions() {
         rodata.cpu_pos[cpu] = pos as u32;
         rodata.cpu_llc[cpu] = l.cpu_llc[cpu].unwrap_or(0) as u32;

@@ -268,9 +268,21 @@ pub struct Metrics {
     pub wake_scan: u64,
     #[stat(desc = "... queued on the busy target: nothing idle found")]
     pub wake_busy: u64,
-    #[stat(desc = "Tasks idle CPUs pulled from their LLC")]
+    #[stat(desc = "... a new task, on an idle CPU elsewhere in prev's node")]
+    pub wake_fork: u64,
+    #[stat(desc = "Wakeups placed in another LLC than prev's")]
+    pub wake_moved_llc: u64,
+    #[stat(desc = "... in another NUMA node than prev's")]
+    pub wake_moved_node: u64,
+    #[stat(desc = "Tasks CPUs took from other queues of their LLC")]
     pub pull_llc: u64,
-    #[stat(desc = "Tasks idle CPUs pulled from other LLCs")]
+    #[stat(desc = "... from other LLCs of their NUMA node")]
+    pub pull_node: u64,
+    #[stat(desc = "... from other nodes of their package")]
+    pub pull_package: u64,
+    // Results files from single-LLC-per-node machines counted every other
+    // LLC here; there that is the same as another node and package.
+    #[stat(desc = "... from other packages and nodes")]
     pub pull_remote: u64,
     #[stat(desc = "Tasks run out of turn after waiting 1 s (starvation guard)")]
     pub rescued: u64,
@@ -338,6 +350,16 @@ pub struct Context {
     pub ops: Vec<(String, OpTime)>,
 }
 
+const SPAN_LLC: u32 = bpf_intf::sisu_span_SISU_SPAN_LLC;
+const SPAN_NODE: u32 = bpf_intf::sisu_span_SISU_SPAN_NODE;
+const SPAN_PACKAGE: u32 = bpf_intf::sisu_span_SISU_SPAN_PACKAGE;
+const SPAN_REMOTE: u32 = bpf_intf::sisu_span_SISU_SPAN_REMOTE;
+
+/// The sum of a per-span counter over @spans.
+fn span(counts: &[u64], spans: &[u32]) -> u64 {
+    spans.iter().map(|&i| counts[i as usize]).sum()
+}
+
 impl Metrics {
     pub fn new(c: &Counters, ctx: Context) -> Self {
         let s = c.view();
@@ -359,8 +381,13 @@ impl Metrics {
             wake_smt: out(bpf_intf::sisu_outcome_SISU_OUT_SMT),
             wake_scan: out(bpf_intf::sisu_outcome_SISU_OUT_SCAN),
             wake_busy: out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
-            pull_llc: s.pull_llc,
-            pull_remote: s.pull_remote,
+            wake_fork: out(bpf_intf::sisu_outcome_SISU_OUT_FORK),
+            wake_moved_llc: span(&s.moved, &[SPAN_NODE, SPAN_PACKAGE, SPAN_REMOTE]),
+            wake_moved_node: span(&s.moved, &[SPAN_PACKAGE, SPAN_REMOTE]),
+            pull_llc: span(&s.pull, &[SPAN_LLC]),
+            pull_node: span(&s.pull, &[SPAN_NODE]),
+            pull_package: span(&s.pull, &[SPAN_PACKAGE]),
+            pull_remote: span(&s.pull, &[SPAN_REMOTE]),
             rescued: s.rescued,
             rcu_readers: s.rcu_readers,
             scans: s.scans,

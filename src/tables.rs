@@ -27,7 +27,7 @@ impl Metrics {
         let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
         writeln!(
             w,
-            "wakeups {} ({:.0}/s, affine {:.1}%, queued {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% | pulls llc {} remote {} | rescued {} rcu-readers {}",
+            "wakeups {} ({:.0}/s, affine {:.1}%, queued {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% fork {:.1}% | moved llc {} node {} | pulls llc {} node {} package {} remote {} | rescued {} rcu-readers {}",
             self.wakeups,
             ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
             pct(self.wake_affine),
@@ -38,7 +38,12 @@ impl Metrics {
             pct(self.wake_smt),
             pct(self.wake_scan),
             pct(self.wake_busy),
+            pct(self.wake_fork),
+            self.wake_moved_llc,
+            self.wake_moved_node,
             self.pull_llc,
+            self.pull_node,
+            self.pull_package,
             self.pull_remote,
             self.rescued,
             self.rcu_readers

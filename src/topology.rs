@@ -1,7 +1,8 @@
-//! The machine's LLCs and SMT cores, flattened into the arrays the BPF side
-//! walks: each LLC's CPUs in ascending order (the order of the kernel's
-//! `for_each_cpu_wrap`), every CPU's position in its LLC, and every CPU's
-//! hardware threads.
+//! The machine's LLCs, SMT cores, NUMA nodes and packages, flattened into
+//! the arrays the BPF side walks: each LLC's CPUs in ascending order (the
+//! order of the kernel's `for_each_cpu_wrap`), every CPU's position in its
+//! LLC, every CPU's hardware threads, and how far every LLC is from every
+//! other, in the levels of the kernel's scheduling domains.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,35 @@ use crate::bpf_intf;
 const MAX_CPUS: usize = bpf_intf::SISU_MAX_CPUS as usize;
 const MAX_LLCS: usize = bpf_intf::SISU_MAX_LLCS as usize;
 const MAX_SMT: usize = bpf_intf::SISU_MAX_SMT as usize;
+// LLC indices reach BPF as bytes (llc_near).
+const _: () = assert!(MAX_LLCS <= 256);
+/// The kernel's node_reclaim_distance (RECLAIM_DISTANCE): NUMA domains
+/// spanning a larger distance lose SD_WAKE_AFFINE.
+const RECLAIM_DISTANCE: usize = 30;
+/// The distances the kernel assumes without a SLIT table.
+const LOCAL_DISTANCE: usize = 10;
+const REMOTE_DISTANCE: usize = 20;
+
+/// How far apart two LLCs are: the scheduling-domain level that first
+/// spans both (enum sisu_span).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Span {
+    Llc,
+    Node,
+    Package,
+    Remote,
+}
+
+impl Span {
+    pub fn bpf(self) -> u32 {
+        match self {
+            Span::Llc => bpf_intf::sisu_span_SISU_SPAN_LLC,
+            Span::Node => bpf_intf::sisu_span_SISU_SPAN_NODE,
+            Span::Package => bpf_intf::sisu_span_SISU_SPAN_PACKAGE,
+            Span::Remote => bpf_intf::sisu_span_SISU_SPAN_REMOTE,
+        }
+    }
+}
 
 /// One last-level cache domain.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +51,10 @@ pub struct Llc {
     pub kernel_id: usize,
     /// Its online CPUs, ascending.
     pub cpus: Vec<usize>,
+    /// The kernel's id of its NUMA node.
+    pub node: usize,
+    /// The kernel's id of its package (socket).
+    pub package: usize,
 }
 
 /// The topology as the scheduler uses it. LLCs are numbered densely in
@@ -34,6 +68,8 @@ pub struct Layout {
     pub siblings: BTreeMap<usize, Vec<usize>>,
     /// Whether any core has more than one thread.
     pub smt: bool,
+    /// NUMA distance between nodes, by the kernel's node ids.
+    pub distance: BTreeMap<(usize, usize), usize>,
 }
 
 impl Layout {
@@ -44,6 +80,8 @@ impl Layout {
             .map(|llc| Llc {
                 kernel_id: llc.kernel_id,
                 cpus: llc.all_cpus.keys().copied().collect(),
+                node: llc.node_id,
+                package: llc.all_cpus.values().next().map_or(0, |c| c.package_id),
             })
             .filter(|llc| !llc.cpus.is_empty())
             .collect();
@@ -56,10 +94,20 @@ impl Layout {
                 siblings.insert(cpu, threads.clone());
             }
         }
-        Self::from_parts(llcs, siblings)
+        let mut distance = BTreeMap::new();
+        for (&a, node) in &topo.nodes {
+            for (b, &d) in node.distance.iter().enumerate() {
+                distance.insert((a, b), d);
+            }
+        }
+        Self::from_parts(llcs, siblings, distance)
     }
 
-    fn from_parts(llcs: Vec<Llc>, siblings: BTreeMap<usize, Vec<usize>>) -> Result<Self> {
+    fn from_parts(
+        llcs: Vec<Llc>,
+        siblings: BTreeMap<usize, Vec<usize>>,
+        distance: BTreeMap<(usize, usize), usize>,
+    ) -> Result<Self> {
         if llcs.is_empty() {
             bail!("the topology has no online CPU");
         }
@@ -94,7 +142,67 @@ impl Layout {
             cpu_llc,
             siblings,
             smt,
+            distance,
         })
+    }
+
+    /// NUMA distance between the nodes of LLCs @a and @b. A node without
+    /// a distance table gets the kernel's defaults.
+    pub fn distance(&self, a: usize, b: usize) -> usize {
+        let (na, nb) = (self.llcs[a].node, self.llcs[b].node);
+        let fallback = if na == nb {
+            LOCAL_DISTANCE
+        } else {
+            REMOTE_DISTANCE
+        };
+        self.distance.get(&(na, nb)).copied().unwrap_or(fallback)
+    }
+
+    /// The level of the kernel's domains that first spans LLCs @a and @b.
+    /// Nodes normally nest in packages; a node spanning packages still
+    /// shares memory, and counts as a node.
+    pub fn span(&self, a: usize, b: usize) -> Span {
+        let (x, y) = (&self.llcs[a], &self.llcs[b]);
+        if a == b {
+            Span::Llc
+        } else if x.node == y.node {
+            Span::Node
+        } else if x.package == y.package {
+            Span::Package
+        } else {
+            Span::Remote
+        }
+    }
+
+    /// Every LLC in the order the CPUs of @a look at them for work: @a,
+    /// then by span, then by NUMA distance. Ties go in index order from
+    /// @a on, so that LLCs at one distance are not all drained by the
+    /// same neighbour first.
+    pub fn nearest(&self, a: usize) -> Vec<usize> {
+        let n = self.llcs.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&b| (self.span(a, b), self.distance(a, b), (b + n - a) % n));
+        order
+    }
+
+    /// Whether a waker in LLC @a may draw a wakee whose prev is in @b.
+    pub fn affine(&self, a: usize, b: usize) -> bool {
+        self.distance(a, b) <= RECLAIM_DISTANCE
+    }
+
+    fn count_distinct(&self, key: impl Fn(&Llc) -> usize) -> usize {
+        let mut ids: Vec<usize> = self.llcs.iter().map(key).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.len()
+    }
+
+    pub fn nr_nodes(&self) -> usize {
+        self.node_ids().len()
+    }
+
+    pub fn nr_packages(&self) -> usize {
+        self.count_distinct(|l| l.package)
     }
 
     pub fn nr_cpus(&self) -> usize {
@@ -110,6 +218,39 @@ impl Layout {
             flat.extend(&llc.cpus);
         }
         (flat, first)
+    }
+
+    /// The kernel's ids of the nodes, ascending: a node's dense index is
+    /// its place here.
+    pub fn node_ids(&self) -> Vec<usize> {
+        let mut ids: Vec<usize> = self.llcs.iter().map(|l| l.node).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Each LLC's dense node index, and every node's CPUs ascending, one
+    /// node after the other, with where each node starts.
+    pub fn flat_node_cpus(&self) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        let ids = self.node_ids();
+        let llc_node = self
+            .llcs
+            .iter()
+            .map(|l| ids.iter().position(|&n| n == l.node).unwrap_or(0))
+            .collect();
+        let (mut flat, mut first) = (Vec::new(), Vec::new());
+        for &id in &ids {
+            first.push(flat.len());
+            let mut cpus: Vec<usize> = self
+                .llcs
+                .iter()
+                .filter(|l| l.node == id)
+                .flat_map(|l| l.cpus.iter().copied())
+                .collect();
+            cpus.sort_unstable();
+            flat.extend(cpus);
+        }
+        (llc_node, flat, first)
     }
 
     /// Position of each online CPU in its LLC's list.
@@ -135,18 +276,46 @@ impl Layout {
         row
     }
 
-    /// A short description, e.g. "2 LLCs x 4 CPUs, SMT off".
+    /// A short description, e.g. "2 nodes x 2 LLCs x 4 CPUs, SMT off";
+    /// packages are named when they hold more than one node.
     pub fn describe(&self) -> String {
+        let (nodes, packages) = (self.nr_nodes(), self.nr_packages());
         let mut widths: Vec<usize> = self.llcs.iter().map(|l| l.cpus.len()).collect();
         widths.dedup();
-        let shape = if widths.len() == 1 {
-            format!("{} LLC(s) x {} CPUs", self.llcs.len(), widths[0])
+        let per_node = self.llcs.len() / nodes;
+        let even = (0..self.llcs.len()).all(|i| {
+            self.llcs
+                .iter()
+                .filter(|l| l.node == self.llcs[i].node)
+                .count()
+                == per_node
+        });
+        let mut shape = String::new();
+        if packages > 1 && packages < nodes {
+            shape += &format!("{packages} packages x ");
+        }
+        if widths.len() == 1 && even {
+            shape += &format!(
+                "{} x {} x {} CPUs",
+                plural(nodes, "node"),
+                plural(per_node, "LLC"),
+                widths[0]
+            );
         } else {
             let list: Vec<String> = self.llcs.iter().map(|l| l.cpus.len().to_string()).collect();
-            format!("{} LLCs of {} CPUs", self.llcs.len(), list.join("/"))
-        };
+            shape += &format!(
+                "{}, {} LLCs of {} CPUs",
+                plural(nodes, "node"),
+                self.llcs.len(),
+                list.join("/")
+            );
+        }
         format!("{shape}, SMT {}", if self.smt { "on" } else { "off" })
     }
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// A CPU list in the kernel's range format, e.g. "0-3,8".
@@ -188,7 +357,9 @@ mod tests {
         assert_eq!(first, vec![0, 4]);
         assert_eq!(l.cpu_positions()[&6], 2);
         assert_eq!(l.sibling_row(6)[..2], [6, -1]);
-        assert_eq!(l.describe(), "2 LLC(s) x 4 CPUs, SMT off");
+        assert_eq!(l.describe(), "1 node x 2 LLCs x 4 CPUs, SMT off");
+        assert_eq!(l.nearest(1), vec![1, 0]);
+        assert_eq!(l.span(0, 1), Span::Node);
     }
 
     #[test]
@@ -212,45 +383,112 @@ mod tests {
             assert_eq!(llc.cpus, (i * 4..i * 4 + 4).collect::<Vec<_>>());
             assert!(llc.cpus.iter().all(|&c| l.cpu_llc[c] == Some(i)));
         }
+        assert_eq!(l.span(0, 1), Span::Node);
+        assert_eq!(l.span(1, 2), Span::Remote);
+        assert_eq!(l.describe(), "2 nodes x 2 LLCs x 4 CPUs, SMT on");
     }
 
     #[test]
     fn interleaved_smt_numbering() {
         // Linux often numbers the second threads after all first threads.
-        let llcs = vec![Llc {
-            kernel_id: 0,
-            cpus: vec![0, 1, 2, 3],
-        }];
+        let llcs = vec![llc(0, vec![0, 1, 2, 3], 0, 0)];
         let siblings = BTreeMap::from([
             (0, vec![0, 2]),
             (2, vec![0, 2]),
             (1, vec![1, 3]),
             (3, vec![1, 3]),
         ]);
-        let l = Layout::from_parts(llcs, siblings).unwrap();
+        let l = Layout::from_parts(llcs, siblings, BTreeMap::new()).unwrap();
         assert!(l.smt);
         assert_eq!(l.sibling_row(2)[..3], [0, 2, -1]);
     }
 
     #[test]
     fn rejects_what_bpf_cannot_hold() {
-        let big = vec![Llc {
-            kernel_id: 0,
-            cpus: vec![0, MAX_CPUS],
-        }];
-        assert!(Layout::from_parts(big, BTreeMap::new()).is_err());
-        assert!(Layout::from_parts(vec![], BTreeMap::new()).is_err());
-        let twice = vec![
-            Llc {
-                kernel_id: 0,
-                cpus: vec![0, 1],
-            },
-            Llc {
-                kernel_id: 1,
-                cpus: vec![1, 2],
-            },
-        ];
-        assert!(Layout::from_parts(twice, BTreeMap::new()).is_err());
+        let big = vec![llc(0, vec![0, MAX_CPUS], 0, 0)];
+        assert!(Layout::from_parts(big, BTreeMap::new(), BTreeMap::new()).is_err());
+        assert!(Layout::from_parts(vec![], BTreeMap::new(), BTreeMap::new()).is_err());
+        let twice = vec![llc(0, vec![0, 1], 0, 0), llc(1, vec![1, 2], 0, 0)];
+        assert!(Layout::from_parts(twice, BTreeMap::new(), BTreeMap::new()).is_err());
+    }
+
+    fn llc(kernel_id: usize, cpus: Vec<usize>, node: usize, package: usize) -> Llc {
+        Llc {
+            kernel_id,
+            cpus,
+            node,
+            package,
+        }
+    }
+
+    /// 2 packages x 2 nodes x 2 LLCs x 2 CPUs, with AMD's distances
+    /// (NPS2): 12 between the nodes of a package, 32 across packages.
+    fn nps2() -> Layout {
+        let llcs = (0..8)
+            .map(|i| llc(i, vec![2 * i, 2 * i + 1], i / 2, i / 4))
+            .collect();
+        let mut distance = BTreeMap::new();
+        for a in 0..4 {
+            for b in 0..4 {
+                let d = match (a == b, a / 2 == b / 2) {
+                    (true, _) => 10,
+                    (false, true) => 12,
+                    _ => 32,
+                };
+                distance.insert((a, b), d);
+            }
+        }
+        Layout::from_parts(llcs, BTreeMap::new(), distance).unwrap()
+    }
+
+    #[test]
+    fn spans_follow_nodes_and_packages() {
+        let l = nps2();
+        assert_eq!(l.span(2, 2), Span::Llc);
+        assert_eq!(l.span(2, 3), Span::Node);
+        assert_eq!(l.span(2, 0), Span::Package);
+        assert_eq!(l.span(2, 5), Span::Remote);
+        assert_eq!(l.nr_nodes(), 4);
+        let (llc_node, flat, first) = l.flat_node_cpus();
+        assert_eq!(llc_node, vec![0, 0, 1, 1, 2, 2, 3, 3]);
+        assert_eq!(flat, (0..16).collect::<Vec<_>>());
+        assert_eq!(first, vec![0, 4, 8, 12]);
+        assert_eq!(l.nr_packages(), 2);
+        assert_eq!(
+            l.describe(),
+            "2 packages x 4 nodes x 2 LLCs x 2 CPUs, SMT off"
+        );
+    }
+
+    #[test]
+    fn nearest_walks_out_by_distance() {
+        let l = nps2();
+        // Own LLC, its node's other LLC, the package's other node, then
+        // the far package from the next LLC on.
+        assert_eq!(l.nearest(2), vec![2, 3, 0, 1, 4, 5, 6, 7]);
+        assert_eq!(l.nearest(7), vec![7, 6, 4, 5, 0, 1, 2, 3]);
+        for a in 0..8 {
+            let order = l.nearest(a);
+            let spans: Vec<Span> = order.iter().map(|&b| l.span(a, b)).collect();
+            assert!(spans.windows(2).all(|w| w[0] <= w[1]), "{a}: {spans:?}");
+        }
+    }
+
+    #[test]
+    fn wake_affine_stops_beyond_reclaim_distance() {
+        let l = nps2();
+        assert!(l.affine(0, 1));
+        assert!(l.affine(0, 3), "12 is within node_reclaim_distance");
+        assert!(!l.affine(0, 4), "32 is beyond it");
+    }
+
+    #[test]
+    fn uneven_shapes_list_their_llcs() {
+        let llcs = vec![llc(0, vec![0, 1], 0, 0), llc(1, vec![2, 3, 4], 1, 1)];
+        let l = Layout::from_parts(llcs, BTreeMap::new(), BTreeMap::new()).unwrap();
+        assert_eq!(l.describe(), "2 nodes, 2 LLCs of 2/3 CPUs, SMT off");
+        assert_eq!(l.distance(0, 1), REMOTE_DISTANCE);
+        assert!(l.affine(0, 1));
     }
 
     #[test]

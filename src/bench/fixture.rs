@@ -66,7 +66,7 @@ pub fn results() -> Results {
         created: "2026-11-30 12:00:00 UTC".into(),
         env: Env {
             kernel: "7.3.4".into(),
-            topology: "1 LLC(s) x 16 CPUs, SMT off".into(),
+            topology: "1 node x 1 LLC x 16 CPUs, SMT off".into(),
             cpus: 16,
             ..Default::default()
         },

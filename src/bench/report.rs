@@ -198,6 +198,62 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
     ))
 }
 
+/// How far the scheduler moved work during a section's runs, per point
+/// and scx arm: wakeups placed in another LLC or node than the task's
+/// previous CPU, and tasks pulled by idle or balancing CPUs, by span.
+/// Only for machines with more than one LLC, where there is a distance.
+pub fn span_table(r: &Results, section: &str) -> Option<String> {
+    let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let moved_any = r.section_points(section).iter().any(|p| {
+        p.samples.values().flatten().any(|s| {
+            s.stats.as_ref().is_some_and(|m| {
+                m.wake_moved_llc + m.pull_node + m.pull_package + m.pull_remote > 0
+            })
+        })
+    });
+    if scx.is_empty() || !moved_any {
+        return None;
+    }
+    let mut rows = vec![[
+        "point",
+        "arm",
+        "moved LLC %",
+        "moved node %",
+        "pull LLC",
+        "pull node",
+        "pull package",
+        "pull remote",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for p in r.section_points(section) {
+        for a in &scx {
+            let Some(ss) = p.samples.get(&a.name) else {
+                continue;
+            };
+            let f = |g: &dyn Fn(&Metrics) -> f64| mean_of(ss, g).map_or("-".into(), num);
+            let pct = |n: u64, m: &Metrics| 100.0 * n as f64 / m.wakeups.max(1) as f64;
+            rows.push(vec![
+                p.point.label.clone(),
+                a.name.clone(),
+                f(&|m| pct(m.wake_moved_llc, m)),
+                f(&|m| pct(m.wake_moved_node, m)),
+                f(&|m| m.pull_llc as f64),
+                f(&|m| m.pull_node as f64),
+                f(&|m| m.pull_package as f64),
+                f(&|m| m.pull_remote as f64),
+            ]);
+        }
+    }
+    Some(format!(
+        "{}{}",
+        banner(&format!(
+            "{section}: work moved by distance (means over iterations)"
+        )),
+        align(&rows)
+    ))
+}
+
 /// Adds `b`'s histogram counts to `a`'s, slot by slot.
 fn add_hist(a: &mut Vec<u64>, b: &[u64]) {
     if a.len() < b.len() {
@@ -289,6 +345,9 @@ pub fn text(r: &Results) -> String {
             let _ = writeln!(out, "\n{}", metric_table(r, &section, m));
         }
         if let Some(t) = scan_table(r, &section) {
+            let _ = writeln!(out, "\n{t}");
+        }
+        if let Some(t) = span_table(r, &section) {
             let _ = writeln!(out, "\n{t}");
         }
         if let Some(t) = shadow_tables(r, &section) {
@@ -429,6 +488,31 @@ mod tests {
         assert!(row.contains("75.00"), "{row}");
         assert!(row.contains("50.00"), "{row}");
         assert!(row.contains("2.000") && row.contains("0.400"), "{row}");
+    }
+
+    #[test]
+    fn span_table_only_where_work_moved() {
+        let mut r = results();
+        assert!(span_table(&r, "hackbench process socket").is_none());
+        for p in &mut r.points {
+            for s in p.samples.get_mut("util").unwrap() {
+                let m = s.stats.as_mut().unwrap();
+                m.wakeups = 200;
+                m.wake_moved_llc = 50;
+                m.wake_moved_node = 10;
+                m.pull_llc = 7;
+                m.pull_remote = 3;
+            }
+        }
+        let t = span_table(&r, "hackbench process socket").unwrap();
+        let row = t
+            .lines()
+            .find(|l| l.contains("16-groups") && l.contains("util"))
+            .unwrap();
+        // 50 and 10 of 200 wakeups: 25 % and 5 %.
+        assert!(row.contains("25.00") && row.contains("5.000"), "{row}");
+        assert!(row.contains("7.000") && row.contains("3.000"), "{row}");
+        assert!(!t.contains("eevdf"), "{t}");
     }
 
     #[test]

@@ -48,7 +48,21 @@ enum sisu_outcome {
 	SISU_OUT_SMT,		/* an idle SMT sibling of prev */
 	SISU_OUT_SCAN,		/* found by the LLC scan */
 	SISU_OUT_BUSY,		/* nothing idle found: queued on the target */
+	SISU_OUT_FORK,		/* a new task, on an idle CPU of prev's node */
 	SISU_NR_OUTCOMES,
+};
+
+/*
+ * How far a CPU reaches for work or a wakee reaches from prev: the levels
+ * of the kernel's scheduling domains. The order is part of the stats
+ * interface: pull counters are indexed by it.
+ */
+enum sisu_span {
+	SISU_SPAN_LLC = 0,	/* the same LLC (the MC domain) */
+	SISU_SPAN_NODE,		/* another LLC of the same NUMA node */
+	SISU_SPAN_PACKAGE,	/* another node of the same package */
+	SISU_SPAN_REMOTE,	/* another package and node */
+	SISU_NR_SPANS,
 };
 
 /*
@@ -87,6 +101,8 @@ struct sisu_cpu_ctx {
 	u64 vclock;		/* the CPU's virtual clock (see main.bpf.c) */
 	u64 rescue_at;		/* last look for starving tasks */
 	u64 balance_at;		/* last comparison with the other queues */
+	u32 balance_round;	/* comparisons made: farther spans every few */
+	u32 pad;
 
 	/* SIS_PROP state, as the kernel kept it in struct rq / sched_domain. */
 	u64 idle_stamp;		/* when the CPU went idle, 0 if busy */
@@ -105,8 +121,8 @@ struct sisu_stats {
 	u64 queued_wakeups;		/* ... in enqueue: select_cpu was skipped */
 	u64 affine;			/* ... whose target was the waker's CPU */
 	u64 outcome[SISU_NR_OUTCOMES];
-	u64 pull_llc;			/* tasks an idle CPU took from its LLC */
-	u64 pull_remote;		/* ... from another LLC */
+	u64 pull[SISU_NR_SPANS];	/* tasks taken from another queue, by span */
+	u64 moved[SISU_NR_SPANS];	/* wakeups placed this far from prev */
 	u64 rescued;			/* tasks run out of turn after waiting 1 s */
 	u64 rcu_readers;		/* readers queued as nice 0 (enqueue) */
 	u64 scans;			/* wakeups that reached the LLC scan */

@@ -9,8 +9,12 @@
  * limits. A CPU found idle gets the task directly; otherwise the task waits
  * in the target CPU's own queue, ordered by weighted virtual time, like on
  * a runqueue. A CPU that runs out of work pulls from the busiest queue of
- * its LLC, then from other LLCs (newidle balancing), and a busy CPU's tick
- * wakes an idle CPU when work waits (nohz idle balancing).
+ * its LLC, then of the LLCs nearest to it: its node's, its package's, then
+ * other nodes' by NUMA distance (newidle balancing, walking up the sched
+ * domains), and a busy CPU's tick wakes an idle CPU when work waits (nohz
+ * idle balancing). Across nodes it takes only work that the source node
+ * has no CPU for, and periodic balancing looks farther less often,
+ * as the kernel's domains grow their intervals and margins with distance.
  *
  * SIS_UTIL's depth comes from userspace: BPF accounts each CPU's busy
  * time, userspace turns it into a PELT-like utilisation, sums it per LLC
@@ -39,6 +43,21 @@ const volatile u32 llc_first[SISU_MAX_LLCS];
 const volatile u32 llc_width[SISU_MAX_LLCS];
 /* Each CPU's core: its hardware threads in ascending order, -1 padded. */
 const volatile s32 cpu_sibs[SISU_MAX_CPUS][SISU_MAX_SMT];
+/*
+ * Distances between LLCs (see topology.rs): each LLC's view of every LLC
+ * (enum sisu_span), every LLC in the order its CPUs look for work (its
+ * own first, then nearest first), and whether a waker may draw a wakee
+ * from prev's LLC (the kernel's SD_WAKE_AFFINE, off across NUMA distances
+ * beyond node_reclaim_distance).
+ */
+const volatile u8 llc_span[SISU_MAX_LLCS][SISU_MAX_LLCS];
+const volatile u8 llc_near[SISU_MAX_LLCS][SISU_MAX_LLCS];
+const volatile u8 llc_affine[SISU_MAX_LLCS][SISU_MAX_LLCS];
+/* Each LLC's node, and each node's CPUs in ascending order, node after node. */
+const volatile u32 llc_node[SISU_MAX_LLCS];
+const volatile s32 node_cpus[SISU_MAX_CPUS];
+const volatile u32 node_first[SISU_MAX_LLCS];
+const volatile u32 node_width[SISU_MAX_LLCS];
 
 const volatile u64 slice_ns = 3000000;
 const volatile bool stats_on = true;
@@ -180,17 +199,39 @@ static u32 width_of(u32 llc)
 	return v ? *v : 0;
 }
 
-/* The @k-th LLC from @llc on, wrapping around: @llc's own first. */
-static u32 llc_after(u32 llc, u32 k)
+/* The @k-th nearest LLC to @llc: @llc itself first. */
+static u32 llc_nearest(u32 llc, u32 k)
 {
-	u32 other = llc + k;
+	const volatile u8 *v = MEMBER_VPTR(llc_near, [llc][k]);
 
-	return other >= nr_llcs ? other - nr_llcs : other;
+	return v ? *v : llc;
+}
+
+/* How far LLC @to is from LLC @from (enum sisu_span). */
+static u32 span_of(u32 from, u32 to)
+{
+	const volatile u8 *v = MEMBER_VPTR(llc_span, [from][to]);
+
+	return v ? *v : SISU_SPAN_REMOTE;
+}
+
+/* Whether the span crosses a NUMA node. */
+static bool crosses_node(u32 span)
+{
+	return span >= SISU_SPAN_PACKAGE;
 }
 
 static bool share_llc(s32 a, s32 b)
 {
 	return llc_of(a) == llc_of(b);
+}
+
+/* @llc's CPUs as a cpumask, or NULL. */
+static const struct cpumask *llc_cpumask(u32 llc)
+{
+	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &llc);
+
+	return m ? cast_mask(m->mask) : NULL;
 }
 
 /*
@@ -462,8 +503,7 @@ out:
  */
 static bool llc_has_idle(const struct task_struct *p, u32 llc, const struct cpumask *idle)
 {
-	struct llc_mask *m = bpf_map_lookup_elem(&llc_masks, &llc);
-	const struct cpumask *mask = m ? cast_mask(m->mask) : NULL;
+	const struct cpumask *mask = llc_cpumask(llc);
 	u32 width = width_of(llc), i;
 
 	if (mask && bpf_cpumask_subset(mask, p->cpus_ptr))
@@ -720,15 +760,81 @@ static void pick_builtin(struct task_struct *p, s32 prev, u64 wake_flags, struct
 	pick_idle(pk, cpu, cpu == prev ? SISU_OUT_PREV : SISU_OUT_SCAN);
 }
 
+/* What a CPU runs and queues, as the kernel's nr_running: the load here. */
+static u32 nr_running(s32 cpu, bool current_cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	s32 n = queue_len(cpu);
+
+	if (current_cpu)
+		n += scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
+	if (c && c->running)
+		n++;
+	return n > 0 ? n : 0;
+}
+
+/* The kernel's imbalance_pct above the LLC: 17% of slack. */
+#define IMBALANCE_PCT	117
+
 /*
- * An idle CPU to take work queued on @cpu: in the same LLC if possible,
- * else anywhere. Claimed, so that wakeups do not also pick it.
+ * Whether the node of @llc is overloaded as the kernel's group_is_overloaded()
+ * decides it at the NUMA level: more tasks run and wait there than it has
+ * CPUs, and they keep its CPUs busy,
+ *
+ *	capacity * 100 < util * imbalance_pct
+ *
+ * with capacity SISU_CAPACITY per CPU and util the sum of its LLCs'
+ * utilisation (PELT-like, from userspace). A moment's extra task on a node
+ * that still has room on average is not worth taking away from its memory.
+ * A CPU claimed for a queued task counts as taken, as the idle mask would
+ * not say. A global function: the verifier checks its loops once, not at
+ * every step of the caller's.
+ */
+__noinline bool node_crowded(u32 llc)
+{
+	const volatile u32 *node = MEMBER_VPTR(llc_node, [llc]), *first, *width;
+	u32 tasks = 0, n, i, k;
+	u64 util = 0;
+
+	if (!node)
+		return false;
+	first = MEMBER_VPTR(node_first, [*node]);
+	width = MEMBER_VPTR(node_width, [*node]);
+	if (!first || !width)
+		return false;
+	n = *width;
+	bpf_for(i, 0, n) {
+		const volatile s32 *cpu = MEMBER_VPTR(node_cpus, [*first + i]);
+
+		if (!cpu)
+			break;
+		tasks += nr_running(*cpu, false);
+	}
+	if (tasks <= n)
+		return false;
+	/* The node's LLCs lead @llc's nearest. */
+	bpf_for(k, 0, nr_llcs) {
+		u32 other = llc_nearest(llc, k);
+		struct sisu_llc_ctx *lc = llc_ctx(other);
+
+		if (span_of(llc, other) > SISU_SPAN_NODE)
+			break;
+		if (lc)
+			util += lc->sum_util;
+	}
+	return (u64)n * SISU_CAPACITY * 100 < util * IMBALANCE_PCT;
+}
+
+/*
+ * An idle CPU to take work queued on @cpu, nearest first: the same LLC,
+ * then the LLCs in order of distance. Claimed, so that wakeups do not also
+ * pick it. A CPU across a node is woken only when no nearer one is idle,
+ * which is also when its pull may take the work (pull_from_llc()).
  */
 static s32 claim_idle_near(s32 cpu)
 {
-	u32 llc = llc_of(cpu), width = width_of(llc), i;
-	const struct cpumask *online;
-	s32 found;
+	u32 llc = llc_of(cpu), width = width_of(llc), i, k;
+	const struct cpumask *mask;
 
 	bpf_for(i, 0, width) {
 		s32 c = walk_cpu(llc, 0, i, width);
@@ -738,12 +844,17 @@ static s32 claim_idle_near(s32 cpu)
 		if (c != cpu && scx_bpf_test_and_clear_cpu_idle(c))
 			return c;
 	}
-	if (nr_llcs < 2)
-		return -1;
-	online = scx_bpf_get_online_cpumask();
-	found = scx_bpf_pick_idle_cpu(online, 0);
-	scx_bpf_put_cpumask(online);
-	return found;
+	bpf_for(k, 1, nr_llcs) {
+		s32 found;
+
+		mask = llc_cpumask(llc_nearest(llc, k));
+		if (!mask)
+			break;
+		found = scx_bpf_pick_idle_cpu(mask, 0);
+		if (found >= 0)
+			return found;
+	}
+	return -1;
 }
 
 /*
@@ -791,20 +902,27 @@ static s32 busiest_of(s32 cpu, u32 llc, s32 least)
 enum pull_result {
 	PULL_NONE,	/* no queue held enough tasks */
 	PULL_STUCK,	/* some did, but none that may run here */
+	PULL_LEFT,	/* some did, but their node has CPUs enough for them */
 	PULL_DONE,
 };
 
 /*
  * Move one task @cpu may run from the busiest queue of @llc holding at
- * least @least tasks.
+ * least @least tasks. Across nodes, only from an overloaded node: the
+ * kernel's NUMA balancing moves tasks off one, but leaves the imbalance
+ * between nodes with CPUs to spare alone (adjust_numa_imbalance()), and
+ * the node's own balancing runs first, so a task waits for a CPU near its
+ * memory rather than move away from it.
  */
-static enum pull_result pull_from_llc(s32 cpu, u32 llc, s32 least)
+static enum pull_result pull_from_llc(s32 cpu, u32 llc, s32 least, bool far)
 {
 	u32 width = width_of(llc), i;
 	s32 busiest = busiest_of(cpu, llc, least);
 
 	if (busiest < 0)
 		return PULL_NONE;
+	if (far && !node_crowded(llc))
+		return PULL_LEFT;
 	if (scx_bpf_dsq_move_to_local(busiest, 0))
 		return PULL_DONE;
 
@@ -821,27 +939,26 @@ static enum pull_result pull_from_llc(s32 cpu, u32 llc, s32 least)
 	return PULL_STUCK;
 }
 
-static void count_pull(bool remote)
+static void count_pull(u32 span)
 {
 	struct sisu_stats *st = stats_of(active_policy());
+	u64 *n = st ? MEMBER_VPTR(st->pull, [span]) : NULL;
 
-	if (!st)
-		return;
-	if (remote)
-		st->pull_remote++;
-	else
-		st->pull_llc++;
+	if (n)
+		(*n)++;
 }
 
 /*
  * Newidle balancing: one task from the busiest queue of @cpu's LLC, else
- * of the other LLCs, from queues holding at least @least tasks. An idle
+ * of the other LLCs nearest first, from queues holding at least @least
+ * tasks (sched_balance_newidle() walking up the domains). An idle
  * CPU (@least 1) clears the overloaded flag before it reads the queues
  * and sets it again if any held a task: a task queued after a queue was
  * read sets the flag after the clear, so the flag ends clear only when
- * every queue was seen empty.
+ * every queue was seen empty. Global, like balance(): the verifier checks
+ * their loops once, apart from the rest of dispatch.
  */
-static bool pull(s32 cpu, s32 least)
+__noinline bool pull(s32 cpu, s32 least)
 {
 	u32 llc = llc_of(cpu), k;
 	bool seen = false, done = false;
@@ -849,11 +966,20 @@ static bool pull(s32 cpu, s32 least)
 	if (least == 1)
 		__sync_fetch_and_and(&overloaded, 0);
 	bpf_for(k, 0, nr_llcs) {
-		enum pull_result r = pull_from_llc(cpu, llc_after(llc, k), least);
+		u32 from = llc_nearest(llc, k), span = span_of(llc, from);
+		enum pull_result r;
+
+		/*
+		 * A busy CPU evens out waits, which is worth a migration within
+		 * a node but not across one: there only balance() moves work.
+		 */
+		if (least > 1 && crosses_node(span))
+			break;
+		r = pull_from_llc(cpu, from, least, crosses_node(span));
 
 		seen |= r != PULL_NONE;
 		if (r == PULL_DONE) {
-			count_pull(k > 0);
+			count_pull(span);
 			done = true;
 			break;
 		}
@@ -905,17 +1031,16 @@ static bool wake_wide(const struct task_struct *p, u32 master, s32 this_cpu)
 	return slave >= factor && master >= slave * factor;
 }
 
-/* What a CPU runs and queues, as the kernel's nr_running: the load here. */
-static u32 nr_running(s32 cpu, bool current_cpu)
+/*
+ * The kernel weighs wake-affine in the lowest domain that spans both the
+ * waker's CPU and prev, and NUMA domains beyond node_reclaim_distance
+ * lack SD_WAKE_AFFINE: a wakee whose prev is that far keeps prev.
+ */
+static bool affine_between(s32 this, s32 prev)
 {
-	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
-	s32 n = queue_len(cpu);
+	const volatile u8 *v = MEMBER_VPTR(llc_affine, [llc_of(this)][llc_of(prev)]);
 
-	if (current_cpu)
-		n += scx_bpf_dsq_nr_queued(SCX_DSQ_LOCAL);
-	if (c && c->running)
-		n++;
-	return n > 0 ? n : 0;
+	return v && *v;
 }
 
 /*
@@ -941,6 +1066,8 @@ static s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
 	flips = record_wakee(waker, p);
 	if (this == prev || !allowed(p, this) || wake_wide(p, flips, this))
 		return prev;
+	if (!affine_between(this, prev))
+		return prev;
 
 	/*
 	 * wake_affine_idle(). Only the idle task wakes others from an idle
@@ -960,7 +1087,20 @@ static s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
 	if (sync && this_load > 0)
 		this_load--;
 	prev_load = nr_running(prev, false);
-	return this_load * 100 * 2 < prev_load * (100 + 117) ? this : prev;
+	return this_load * 100 * 2 < prev_load * (100 + IMBALANCE_PCT) ? this : prev;
+}
+
+/*
+ * How far from prev a wakeup went. Global: its branches would otherwise
+ * multiply every path out of the placement for the verifier.
+ */
+__noinline void count_moved(u32 policy, s32 prev, s32 cpu)
+{
+	struct sisu_stats *st = stats_of(policy);
+	u64 *n = st ? MEMBER_VPTR(st->moved, [span_of(llc_of(prev), llc_of(cpu))]) : NULL;
+
+	if (n)
+		(*n)++;
 }
 
 /* Counts a wakeup's placement under @st (NULL: statistics off). */
@@ -979,6 +1119,35 @@ static void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const stru
 	n = MEMBER_VPTR(st->outcome, [pk->outcome]);
 	if (n)
 		(*n)++;
+	count_moved(active_policy(), prev, pk->cpu);
+}
+
+/*
+ * A new task that found no idle CPU in prev's LLC: the kernel places it on
+ * the idlest CPU of the widest domain that balances on fork
+ * (find_idlest_cpu()), which within a node is an idle one if there is
+ * any. Waiting behind its parent, it would be pulled away soon anyway.
+ * Returns it, or -1; global, like node_crowded().
+ */
+__noinline s32 fork_cpu(s32 prev)
+{
+	u32 llc = llc_of(prev), k;
+
+	bpf_for(k, 1, nr_llcs) {
+		u32 other = llc_nearest(llc, k);
+		const struct cpumask *mask;
+		s32 cpu;
+
+		if (span_of(llc, other) > SISU_SPAN_NODE)
+			break;
+		mask = llc_cpumask(other);
+		if (!mask)
+			break;
+		cpu = scx_bpf_pick_idle_cpu(mask, 0);
+		if (cpu >= 0)
+			return cpu;
+	}
+	return -1;
 }
 
 s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -994,6 +1163,13 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 	} else {
 		target = wake_target(p, prev_cpu, wake_flags);
 		select_idle_sibling(p, prev_cpu, target, pol, &pk);
+		if (pk.outcome == SISU_OUT_BUSY && (wake_flags & SCX_WAKE_FORK) &&
+		    p->nr_cpus_allowed >= nr_cpus) {
+			s32 cpu = fork_cpu(prev_cpu);
+
+			if (cpu >= 0)
+				pick_idle(&pk, cpu, SISU_OUT_FORK);
+		}
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
 	if (pk.outcome != SISU_OUT_BUSY)
@@ -1272,31 +1448,39 @@ static bool rescue_starving(s32 cpu)
 	return moved > 0;
 }
 
-/* How often a busy CPU compares its queue with the others. */
+/* How often a busy CPU compares its queue with those of its LLC. */
 #define BALANCE_EVERY_NS	(4ULL * 1000 * 1000)
 
 /*
  * Wakeups land where the policy puts them, so queues can grow apart while
  * every CPU stays busy (and none ever runs out of work to pull). Every
  * BALANCE_EVERY_NS, as the kernel's periodic load balancing does, a CPU
- * takes the first task of a queue two or more longer than its own: its
- * LLC's first, then anywhere. Moving the most entitled task of the longer
- * queue also shortens the waits there.
+ * takes the first task of a queue two or more longer than its own, nearest
+ * first. Each span farther is looked at half as often (a domain's balance
+ * interval grows with its width), and across a node only a queue three
+ * longer counts (the NUMA imbalance the kernel leaves alone). Moving the
+ * most entitled task of the longer queue also shortens the waits there.
  */
-static bool balance(s32 cpu, s32 own)
+__noinline bool balance(s32 cpu, s32 own)
 {
 	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
 	u64 now = bpf_ktime_get_ns();
-	u32 llc = llc_of(cpu), k;
+	u32 llc = llc_of(cpu), round, k;
 
 	if (!c || now - c->balance_at < BALANCE_EVERY_NS)
 		return false;
 	c->balance_at = now;
+	round = c->balance_round++;
 	bpf_for(k, 0, nr_llcs) {
-		s32 from = busiest_of(cpu, llc_after(llc, k), own + 2);
+		u32 other = llc_nearest(llc, k), span = span_of(llc, other);
+		s32 from;
 
+		/* Nearest first: a span skipped now skips all farther ones. */
+		if (round & ((1U << span) - 1))
+			break;
+		from = busiest_of(cpu, other, own + (crosses_node(span) ? 3 : 2));
 		if (from >= 0 && scx_bpf_dsq_move_to_local(from, 0)) {
-			count_pull(k > 0);
+			count_pull(span);
 			return true;
 		}
 	}
@@ -1358,7 +1542,7 @@ static void idle_exit(struct sisu_cpu_ctx *c, u64 now)
  * just ran out is still the more entitled), but a much longer queue
  * elsewhere is drained first now and then (balance()). With nothing of its
  * own, an idle CPU pulls from the busiest queue of its LLC, then of the
- * other LLCs (newidle balancing); a CPU whose task still wants to run
+ * nearest other LLCs (newidle balancing, pull()); a CPU whose task still wants to run
  * pulls only from a queue holding at least two tasks. Neither looks when
  * no queue holds anything (overloaded), and an idle CPU that finds
  * nothing goes idle (idle_enter()).

@@ -30,7 +30,7 @@ J=$R/results.json
 check "results.json exists" [ -s $J ]
 check "its format is named" grep -q '"format": "scx_sisutil-ab/1"' $J
 check "it records the kernel" grep -q "\"kernel\": \"$(uname -r)\"" $J
-check "it records the topology" grep -q '"topology": "2 LLC(s) x 4 CPUs' $J
+check "it records the topology" grep -q '"topology": "2 nodes x 1 LLC x 4 CPUs' $J
 check "3 points x 2 iterations x 2 arms = 12 samples" [ "$(grep -c '"iteration":' $J)" -eq 12 ]
 check "eevdf samples carry no scheduler stats" [ "$(grep -c '"stats": null' $J)" -eq 6 ]
 check "util samples carry the scheduler's counters" [ "$(grep -c '"wakeups":' $J)" -eq 6 ]

@@ -118,7 +118,7 @@ check "the scheduler restarted and is loaded again" wait_state enabled 120
 n=0
 until $SCHED stats --json >/tmp/s.json 2>/dev/null || [ $n -gt 100 ]; do sleep 0.3; n=$((n + 1)); done
 check "it asked for the restart" grep -q "restart" /tmp/sched.log
-check "its topology lost a CPU" grep -q '"topology":"2 LLCs of 3/4 CPUs' /tmp/s.json
+check "its topology lost a CPU" grep -q '"topology":"2 nodes, 2 LLCs of 3/4 CPUs' /tmp/s.json
 hackbench -g 4 -l 200 >/tmp/hb.log 2>&1
 check "hackbench runs on 7 CPUs" grep -q '^Time:' /tmp/hb.log
 echo 1 >/sys/devices/system/cpu/cpu3/online
@@ -129,7 +129,7 @@ until $SCHED stats --json >/tmp/s.json 2>/dev/null && grep -q 'x 4 CPUs' /tmp/s.
 	sleep 0.3
 	n=$((n + 1))
 done
-check "its topology has 2 LLCs of 4 CPUs again" grep -q '"topology":"2 LLC(s) x 4 CPUs' /tmp/s.json
+check "its topology has 2 LLCs of 4 CPUs again" grep -q '"topology":"2 nodes x 1 LLC x 4 CPUs' /tmp/s.json
 check "the process survived both restarts" kill -0 "$SCHED_PID"
 
 stop_sched TERM

@@ -39,7 +39,7 @@ tbench_srv >/dev/null 2>&1 &
 srv=$!
 check "loads" start_sched /tmp/sched.log --policy util
 
-for p in util prop full none builtin; do
+for p in ${STRESS_POLICIES:-util prop full none builtin}; do
 	log "$p under load for ${SECS}s"
 	$SCHED set policy $p >/dev/null
 	check "tbench finished under $p" load "$SECS"
