@@ -831,10 +831,34 @@ __noinline bool node_crowded(u32 llc)
  * pick it. A CPU across a node is woken only when no nearer one is idle,
  * which is also when its pull may take the work (pull_from_llc()).
  */
+/*
+ * An idle CPU of the LLCs nearest to @llc (not @llc itself), no farther
+ * than @max_span, claimed; or -1.
+ */
+static s32 pick_idle_nearest(u32 llc, u32 max_span)
+{
+	u32 k;
+
+	bpf_for(k, 1, nr_llcs) {
+		u32 other = llc_nearest(llc, k);
+		const struct cpumask *mask;
+		s32 cpu;
+
+		if (span_of(llc, other) > max_span)
+			break;
+		mask = llc_cpumask(other);
+		if (!mask)
+			break;
+		cpu = scx_bpf_pick_idle_cpu(mask, 0);
+		if (cpu >= 0)
+			return cpu;
+	}
+	return -1;
+}
+
 static s32 claim_idle_near(s32 cpu)
 {
-	u32 llc = llc_of(cpu), width = width_of(llc), i, k;
-	const struct cpumask *mask;
+	u32 llc = llc_of(cpu), width = width_of(llc), i;
 
 	bpf_for(i, 0, width) {
 		s32 c = walk_cpu(llc, 0, i, width);
@@ -844,17 +868,7 @@ static s32 claim_idle_near(s32 cpu)
 		if (c != cpu && scx_bpf_test_and_clear_cpu_idle(c))
 			return c;
 	}
-	bpf_for(k, 1, nr_llcs) {
-		s32 found;
-
-		mask = llc_cpumask(llc_nearest(llc, k));
-		if (!mask)
-			break;
-		found = scx_bpf_pick_idle_cpu(mask, 0);
-		if (found >= 0)
-			return found;
-	}
-	return -1;
+	return pick_idle_nearest(llc, SISU_SPAN_REMOTE);
 }
 
 /*
@@ -1131,23 +1145,7 @@ static void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const stru
  */
 __noinline s32 fork_cpu(s32 prev)
 {
-	u32 llc = llc_of(prev), k;
-
-	bpf_for(k, 1, nr_llcs) {
-		u32 other = llc_nearest(llc, k);
-		const struct cpumask *mask;
-		s32 cpu;
-
-		if (span_of(llc, other) > SISU_SPAN_NODE)
-			break;
-		mask = llc_cpumask(other);
-		if (!mask)
-			break;
-		cpu = scx_bpf_pick_idle_cpu(mask, 0);
-		if (cpu >= 0)
-			return cpu;
-	}
-	return -1;
+	return pick_idle_nearest(llc_of(prev), SISU_SPAN_NODE);
 }
 
 s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
