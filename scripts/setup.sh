@@ -21,7 +21,8 @@ BUILD_PKGS=(clang-19 llvm-19 libelf-dev zlib1g-dev pkg-config make)
 # fetch the kernel packages without installing them.
 VM_PKGS=(busybox-static cpio gzip ca-certificates debian-archive-keyring)
 # Workloads and tools that go into the guest.
-BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps socat)
+# postgresql-15 is the database server of the ycsb bench (and its pgbench).
+BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps socat postgresql-15)
 # Tests: the scx project's OpenMetrics exporter (a Python script shipped in
 # the scx_stats crate) runs against the stats server in the unit tests.
 TEST_PKGS=(python3 python3-prometheus-client)

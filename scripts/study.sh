@@ -7,13 +7,16 @@
 #
 # Shapes are scripts/vm.sh's: LxC[xT], or SsLlCc[Tt][-npsN] for sockets of
 # several LLCs in NUMA nodes (2s4l4c-nps1,2s4l4c-nps2,2s4l4c-nps4 is the
-# seed's machine scaled down). For every shape it makes four runs with
+# seed's machine scaled down). For every shape it makes five runs with
 # scripts/ab.sh:
 #   DIR/<shape>/hackbench  every arm, hackbench (processes, pipes) 1..16 groups
 #   DIR/<shape>/tbench     every arm, tbench 1 client to 4x the CPUs
 #   DIR/<shape>/wakeup     every arm, the wakeup-latency benchmark
 #                          (schbench's pattern), 1 worker per message thread
 #                          up to the CPUs
+#   DIR/<shape>/services   every arm, STREAM (one thread per LLC, 10 and 100
+#                          runs) and YCSB's workloads A, B, C on PostgreSQL
+#                          (1 client and one per CPU)
 #   DIR/<shape>/shadow     util with prop as its shadow policy: the seed's
 #                          "able to find" matrix and "CPU searched" histograms
 #                          for hackbench 1 and 16 groups and tbench at 4x the
@@ -87,8 +90,11 @@ done
 
 for shape in "${shapes[@]}"; do
 	n=$(cpus "$shape")
+	# tbench counts only once all its clients run: 128 clients on 32
+	# vCPUs under TCG had not all started within 3 s (0 MB/s in every arm).
+	tb_secs=$((n > 16 ? 10 : 3))
 	sizes=(--groups 1,2,4,8,16 --modes process --ipc pipe
-		--clients "$(list 1 $((n / 4)) "$n" $((4 * n)))" --tbench-secs 3
+		--clients "$(list 1 $((n / 4)) "$n" $((4 * n)))" --tbench-secs "$tb_secs"
 		--workers "$(list 1 $((n / 4)) "$n")")
 	[[ $PRESET == quick ]] && sizes=()
 	arms=(--preset "$PRESET" --iterations "$ITER"
@@ -102,6 +108,9 @@ for shape in "${shapes[@]}"; do
 	echo "=== $shape ($n CPUs): wakeup latency, all arms"
 	ab --shape "$shape" --out "$OUT/$shape/wakeup" -- \
 		"${arms[@]}" --bench wakeup "${sizes[@]}"
+	echo "=== $shape ($n CPUs): STREAM and YCSB on PostgreSQL, all arms"
+	ab --shape "$shape" --out "$OUT/$shape/services" -- \
+		"${arms[@]}" --bench stream,ycsb
 	echo "=== $shape ($n CPUs): util with prop as its shadow"
 	ab --shape "$shape" --out "$OUT/$shape/shadow" -- \
 		--preset "$PRESET" --iterations "$ITER" --arms util \
@@ -109,4 +118,4 @@ for shape in "${shapes[@]}"; do
 		--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 done
 "$TARGET/release/scx_sisutil" study-summary "$OUT"
-echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,shadow}, the summary in $OUT/summary.md"
+echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,services,shadow}, the summary in $OUT/summary.md"

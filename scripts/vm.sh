@@ -6,7 +6,7 @@
 #   scripts/vm.sh [options] [--] COMMAND...
 #
 # The guest is a minimal initramfs: busybox, the scheduler, the benchmarks
-# (hackbench, tbench, stress-ng, perf's sched benches when present) and the
+# (hackbench, tbench, stress-ng, perf's sched benches, PostgreSQL when present) and the
 # shared libraries they need. The project's tests/ folder is at /tests and
 # the scheduler at /usr/bin/scx_sisutil, scripts/guest/ at /guest. The command's stdout and stderr
 # arrive on this script's stdout (second serial port); the kernel console
@@ -167,6 +167,24 @@ done
 if [[ -f /usr/share/dbench/client.txt ]]; then
 	copy_file /usr/share/dbench/client.txt /usr/share/dbench/client.txt
 fi
+# PostgreSQL for the ycsb bench, newest version: the three programs it
+# runs, the catalog files initdb reads, the two modules a new cluster
+# loads, and the zone the server is started in (UTC).
+pg=$(ls -d /usr/lib/postgresql/*/bin/postgres 2>/dev/null | sort -V | tail -n1 || true)
+if [[ -n $pg ]]; then
+	pgdir=${pg%/bin/postgres}
+	pgver=${pgdir##*/}
+	for p in postgres initdb pgbench; do
+		add_bin "$pgdir/bin/$p" "$pgdir/bin/$p"
+	done
+	for m in plpgsql dict_snowball; do
+		add_bin "$pgdir/lib/$m.so" "$pgdir/lib/$m.so"
+	done
+	mkdir -p "$RD/usr/share/postgresql"
+	cp -r "/usr/share/postgresql/$pgver" "$RD/usr/share/postgresql/"
+	rm -rf "$RD/usr/share/postgresql/$pgver/man"
+	copy_file /usr/share/zoneinfo/UTC /usr/share/zoneinfo/UTC
+fi
 # libbpf resolves CONFIG_* externs from /boot/config-$(uname -r); /init
 # links it there, since the release string is the running kernel's.
 copy_file "$KDIR/config" /boot/kernel-config
@@ -189,8 +207,9 @@ for spec in "${EXTRA[@]}"; do
 		fi
 	fi
 done
-printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$RD/etc/passwd"
-printf 'root:x:0:\nnogroup:x:65534:\n' >"$RD/etc/group"
+# postgres: the user the database server runs as (it refuses root).
+printf 'root:x:0:0:root:/root:/bin/sh\npostgres:x:101:101::/tmp:/bin/false\nnobody:x:65534:65534:nobody:/:/bin/false\n' >"$RD/etc/passwd"
+printf 'root:x:0:\npostgres:x:101:\nnogroup:x:65534:\n' >"$RD/etc/group"
 printf '127.0.0.1 localhost\n' >"$RD/etc/hosts"
 
 {

@@ -143,6 +143,11 @@ pub enum Cmd {
     StudySummary { dir: std::path::PathBuf },
     /// The wakeup-latency workload: message threads waking worker threads
     Wakebench(crate::wakebench::Config),
+    /// The memory-bandwidth workload: STREAM's four kernels on threads that
+    /// start together
+    Streambench(crate::streambench::Config),
+    /// The key-value load: YCSB's workloads A, B, C against PostgreSQL
+    Ycsb(crate::ycsb::Config),
     /// Internal: removes the socket once the scheduler that started it ends
     #[command(name = "__watch-socket", hide = true)]
     WatchSocket,

@@ -12,11 +12,13 @@ mod sched;
 mod server;
 mod socket;
 mod stats;
+mod streambench;
 mod sysfs;
 mod tables;
 mod topology;
 mod utilisation;
 mod wakebench;
+mod ycsb;
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -155,6 +157,8 @@ fn run(opts: Opts) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Wakebench(cfg)) => wakebench::main(&cfg),
+        Some(Cmd::Streambench(cfg)) => streambench::main(&cfg),
+        Some(Cmd::Ycsb(cfg)) => ycsb::main(&cfg),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);
             Ok(())

@@ -13,6 +13,7 @@ pub fn sample(it: u32, metric: &str, v: f64) -> Sample {
         values: BTreeMap::from([(metric.to_string(), v)]),
         wall_s: v,
         stats: None,
+        failed: None,
     }
 }
 
@@ -31,6 +32,7 @@ pub fn results() -> Results {
         wakeup_messengers: 1,
         wakeup_workers: vec![],
         wakeup_secs: 1.0,
+        ..Matrix::default()
     };
     let points = matrix.points("scx_sisutil");
     let mut util_stats = Metrics {
@@ -92,4 +94,57 @@ pub fn results() -> Results {
         incomplete: None,
         dropped: BTreeMap::new(),
     }
+}
+
+/// A run of STREAM (10 runs, 2 threads) and ycsb workload A (4 clients)
+/// under eevdf and util, whose util ycsb samples failed.
+pub fn services() -> Results {
+    let mut r = results();
+    r.method.matrix = Matrix {
+        families: vec![Family::Stream, Family::Ycsb],
+        stream_threads: vec![2],
+        stream_runs: vec![10],
+        ycsb_workloads: vec![super::workload::Workload::A],
+        ycsb_clients: vec![4],
+        ycsb_secs: 2,
+        ycsb_records: 1000,
+        ..Matrix::default()
+    };
+    let points = r.method.matrix.points("scx_sisutil");
+    let stream = |base: f64| -> Vec<Sample> {
+        (0..3)
+            .map(|i| {
+                let mut s = sample(i, "Copy", base + f64::from(i));
+                for (k, v) in [("Scale", 2.0), ("Add", 3.0), ("Triad", 4.0)] {
+                    s.values.insert(k.into(), base * v);
+                }
+                for (k, v) in [("llcs_used", 2.0), ("llc_max", 1.0), ("remote_pct", 5.0)] {
+                    s.values.insert(k.into(), v);
+                }
+                s
+            })
+            .collect()
+    };
+    let ops: Vec<Sample> = [1000.0, 1010.0, 990.0]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| sample(i as u32, "ops", *v))
+        .collect();
+    let failed = (0..3)
+        .map(|i| Sample::failed(i, "the database server exited (signal: 9 (SIGKILL))".into()))
+        .collect();
+    r.points = vec![
+        PointResult {
+            point: points[0].clone(),
+            samples: BTreeMap::from([
+                ("eevdf".into(), stream(100.0)),
+                ("util".into(), stream(110.0)),
+            ]),
+        },
+        PointResult {
+            point: points[1].clone(),
+            samples: BTreeMap::from([("eevdf".into(), ops), ("util".into(), failed)]),
+        },
+    ];
+    r
 }

@@ -7,6 +7,7 @@
 pub mod arms;
 #[cfg(test)]
 mod fixture;
+mod layouts;
 mod options;
 pub mod plot;
 pub mod report;

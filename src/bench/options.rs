@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use super::arms::Arm;
-use super::workload::{Family, Matrix};
+use super::workload::{Family, Matrix, Workload};
 
 /// Sizes of the matrix for where it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -60,6 +60,27 @@ pub struct BenchOpts {
     /// up to the CPUs)
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub workers: Option<Vec<u64>>,
+    /// STREAM threads (default: one per LLC)
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub stream_threads: Option<Vec<u64>>,
+    /// STREAM runs per sample (default: the seed's 10 and 100)
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(2..=200))]
+    pub stream_runs: Option<Vec<u32>>,
+    /// Elements of each STREAM array
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1024..))]
+    pub stream_elements: Option<u64>,
+    /// YCSB workloads: a, b, c
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub workloads: Option<Vec<Workload>>,
+    /// YCSB client connections
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub db_clients: Option<Vec<u64>>,
+    /// YCSB seconds per run
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub db_secs: Option<u64>,
+    /// Records in the YCSB table, loaded once per run
+    #[arg(long, value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
+    pub records: Option<u64>,
     /// Discard no warm-up run after a scheduler load or unload
     #[arg(long)]
     pub no_warmup: bool,
@@ -107,6 +128,10 @@ fn flags(names: &[String], yes: &str, no: &str) -> Result<Vec<bool>> {
         .collect()
 }
 
+fn all_workloads() -> Vec<Workload> {
+    vec![Workload::A, Workload::B, Workload::C]
+}
+
 impl BenchOpts {
     pub fn arms(&self) -> Result<Vec<Arm>> {
         let mut arms: Vec<Arm> = self
@@ -136,7 +161,8 @@ impl BenchOpts {
         })
     }
 
-    pub fn matrix(&self, cpus: u64) -> Result<Matrix> {
+    /// The matrix for a machine of @cpus CPUs in @llcs LLCs.
+    pub fn matrix(&self, cpus: u64, llcs: u64) -> Result<Matrix> {
         let p = self.preset;
         let families = self.families.clone().unwrap_or(match p {
             Preset::Quick => vec![Family::Hackbench, Family::Tbench],
@@ -146,6 +172,8 @@ impl BenchOpts {
                 Family::PerfMessaging,
                 Family::PerfPipe,
                 Family::Wakeup,
+                Family::Stream,
+                Family::Ycsb,
             ],
         });
         let groups = self.groups.clone().unwrap_or_else(|| {
@@ -188,6 +216,25 @@ impl BenchOpts {
                 .clone()
                 .unwrap_or_else(|| by_preset(p, vec![2], powers_of_two(cpus), powers_of_two(cpus))),
             wakeup_secs: by_preset(p, 1.0, 3.0, 10.0),
+            stream_threads: self.stream_threads.clone().unwrap_or(vec![llcs.max(1)]),
+            stream_runs: self
+                .stream_runs
+                .clone()
+                .unwrap_or_else(|| by_preset(p, vec![10], vec![10, 100], vec![10, 100])),
+            // Under emulation no cache holds anything for long; the VM's
+            // arrays are sized for its run time. A machine gets STREAM's
+            // rule (streambench's default when no size is given).
+            stream_elements: self
+                .stream_elements
+                .unwrap_or(by_preset(p, 1 << 18, 1 << 21, 0)),
+            ycsb_workloads: self.workloads.clone().unwrap_or_else(|| {
+                by_preset(p, vec![Workload::A], all_workloads(), all_workloads())
+            }),
+            ycsb_clients: self.db_clients.clone().unwrap_or_else(|| {
+                by_preset(p, vec![2], vec![1, cpus], vec![1, (cpus / 4).max(1), cpus])
+            }),
+            ycsb_secs: self.db_secs.unwrap_or(by_preset(p, 2, 5, 30)),
+            ycsb_records: self.records.unwrap_or(by_preset(p, 2_000, 10_000, 100_000)),
         })
     }
 }
@@ -208,19 +255,25 @@ mod tests {
                 .map(|w| w.b)
         };
         let q = opts(&["--preset", "quick"]).unwrap();
-        let m = q.matrix(8).unwrap();
+        let m = q.matrix(8, 2).unwrap();
         assert_eq!(q.iterations(), 2);
         assert_eq!(m.families, [Family::Hackbench, Family::Tbench]);
         assert_eq!(m.tbench_clients, [1]);
 
         let v = opts(&[]).unwrap();
-        let m = v.matrix(8).unwrap();
+        let m = v.matrix(8, 2).unwrap();
         assert_eq!(v.iterations(), 3);
         assert_eq!(m.tbench_clients, [1, 2, 4, 8, 16, 32]);
         assert_eq!(m.wakeup_workers, [1, 2, 4, 8]);
         assert_eq!(m.hackbench_groups, [1, 2, 4, 8, 16]);
         assert_eq!(m.hackbench_threads, [false, true]);
         assert_eq!(m.perf_groups, [1, 2, 4, 8]);
+        assert_eq!(
+            (m.stream_threads.clone(), m.stream_runs.clone()),
+            (vec![2], vec![10, 100])
+        );
+        assert_eq!(m.ycsb_workloads, [Workload::A, Workload::B, Workload::C]);
+        assert_eq!(m.ycsb_clients, [1, 8]);
 
         let o = opts(&[
             "--groups",
@@ -233,7 +286,7 @@ mod tests {
             "5",
         ])
         .unwrap();
-        let m = o.matrix(4).unwrap();
+        let m = o.matrix(4, 1).unwrap();
         assert_eq!(
             (m.hackbench_groups.clone(), m.hackbench_threads.clone()),
             (vec![3], vec![true])
@@ -242,7 +295,7 @@ mod tests {
             (m.hackbench_pipe.clone(), m.tbench_clients.clone()),
             (vec![false], vec![5])
         );
-        assert!(opts(&["--modes", "fibre"]).unwrap().matrix(4).is_err());
+        assert!(opts(&["--modes", "fibre"]).unwrap().matrix(4, 1).is_err());
         assert!(opts(&["--iterations", "0"]).is_err());
     }
 

@@ -4,13 +4,20 @@
 use std::fmt::Write as _;
 
 use super::arms::Arm;
+use super::layouts;
 use super::results::{Results, Sample};
 use super::stat::{self, Better};
-use super::workload::Metric;
+use super::workload::{Family, Metric};
 use crate::stats::Metrics;
 
 /// "4.64 +-0.02 (0.00 pct)" and a "*" when significant.
-fn cell(vals: &[f64], base: &[f64], better: Better, alpha: f64, is_base: bool) -> String {
+pub(super) fn cell(
+    vals: &[f64],
+    base: &[f64],
+    better: Better,
+    alpha: f64,
+    is_base: bool,
+) -> String {
     if vals.is_empty() {
         return "-".into();
     }
@@ -42,7 +49,7 @@ pub fn num(v: f64) -> String {
     }
 }
 
-fn align(rows: &[Vec<String>]) -> String {
+pub(super) fn align(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -71,7 +78,7 @@ fn align(rows: &[Vec<String>]) -> String {
     out
 }
 
-fn banner(title: &str) -> String {
+pub(super) fn banner(title: &str) -> String {
     let rule = "~".repeat(title.len());
     format!("{rule}\n{title}\n{rule}\n")
 }
@@ -88,6 +95,10 @@ pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {
         let mut row = vec![format!("{}:", p.point.label)];
         for a in &r.arms {
             let vals = p.values(&a.name, &metric.name);
+            if vals.is_empty() && p.failed(&a.name) {
+                row.push("failed".into());
+                continue;
+            }
             row.push(cell(
                 &vals,
                 &base_vals,
@@ -335,14 +346,29 @@ pub fn text(r: &Results) -> String {
     for (arm, why) in &r.dropped {
         let _ = writeln!(out, "DROPPED {arm} for the rest of the run: {why}");
     }
+    for (section, label, arm, why) in r.failures() {
+        let _ = writeln!(out, "FAILED {section} {label} under {arm}: {why}");
+    }
     for section in r.sections() {
-        let metrics = r
-            .section_points(&section)
-            .first()
-            .map(|p| p.point.metrics.clone())
-            .unwrap_or_default();
-        for m in &metrics {
-            let _ = writeln!(out, "\n{}", metric_table(r, &section, m));
+        let Some(first) = r.section_points(&section).first().map(|p| p.point.clone()) else {
+            continue;
+        };
+        match first.family {
+            Family::Stream => {
+                let _ = writeln!(out, "\n{}", layouts::stream_table(r, &section));
+                let _ = writeln!(out, "{}", layouts::placement_table(r, &section));
+            }
+            Family::Ycsb => {
+                let _ = writeln!(out, "\n{}", layouts::ycsb_table(r, &section));
+                for m in first.metrics.iter().filter(|m| m.name != "ops") {
+                    let _ = writeln!(out, "{}", metric_table(r, &section, m));
+                }
+            }
+            _ => {
+                for m in &first.metrics {
+                    let _ = writeln!(out, "\n{}", metric_table(r, &section, m));
+                }
+            }
         }
         if let Some(t) = scan_table(r, &section) {
             let _ = writeln!(out, "\n{t}");

@@ -61,6 +61,22 @@ pub struct Sample {
     pub wall_s: f64,
     /// The scheduler's counters over the run (scx arms only).
     pub stats: Option<Metrics>,
+    /// Why the run gave no values: the benchmark failed, or a server it
+    /// needs did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+}
+
+impl Sample {
+    pub fn failed(iteration: u32, why: String) -> Self {
+        Sample {
+            iteration,
+            values: BTreeMap::new(),
+            wall_s: 0.0,
+            stats: None,
+            failed: Some(why),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,6 +87,13 @@ pub struct PointResult {
 }
 
 impl PointResult {
+    /// Whether any of @arm's samples failed.
+    pub fn failed(&self, arm: &str) -> bool {
+        self.samples
+            .get(arm)
+            .is_some_and(|ss| ss.iter().any(|s| s.failed.is_some()))
+    }
+
     pub fn values(&self, arm: &str, metric: &str) -> Vec<f64> {
         self.samples
             .get(arm)
@@ -129,6 +152,24 @@ impl Results {
         for p in &self.points {
             if !out.contains(&p.point.section) {
                 out.push(p.point.section.clone());
+            }
+        }
+        out
+    }
+
+    /// The failed samples, as (section, label, arm, why).
+    pub fn failures(&self) -> Vec<(&str, &str, &str, &str)> {
+        let mut out = Vec::new();
+        for p in &self.points {
+            for (arm, samples) in &p.samples {
+                for why in samples.iter().filter_map(|s| s.failed.as_deref()) {
+                    out.push((
+                        p.point.section.as_str(),
+                        p.point.label.as_str(),
+                        arm.as_str(),
+                        why,
+                    ));
+                }
             }
         }
         out

@@ -21,6 +21,7 @@ use super::report;
 use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
 use super::workload::{self, Family, Matrix, Point};
 use crate::sysfs;
+use crate::ycsb;
 
 /// The runs in order, as (point, iteration, arm) indices: at every point
 /// each iteration runs all arms back to back, so that they meet the same
@@ -129,52 +130,196 @@ fn await_exit(exit_fd: Option<&OwnedFd>, max: Duration) {
     unsafe { libc::poll(&mut pfd, 1, ms) };
 }
 
-/// Runs one benchmark command, killing it on timeout or interruption.
-fn run_point(
-    point: &Point,
-    exe: &Path,
-    log: &Path,
+/// What every sample of a run needs besides its point and arm.
+struct Runner<'a> {
+    opts: &'a BenchOpts,
+    exe: &'a Path,
+    /// The benchmark's output, kept until the next sample.
+    log: PathBuf,
     timeout: Duration,
-    stop: &AtomicBool,
-) -> Result<(BTreeMap<String, f64>, f64)> {
-    let out =
-        std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-    let mut argv = point.argv.clone();
-    if point.family == Family::Wakeup {
-        argv[0] = exe.display().to_string();
-    }
-    let start = Instant::now();
-    let mut child = Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdout(out.try_clone()?)
-        .stderr(out)
-        .stdin(Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot run {}", argv[0]))?;
-    let exit_fd = pidfd(&child);
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
+    stop: &'a AtomicBool,
+    db: Database,
+}
+
+impl Runner<'_> {
+    /// Runs one benchmark command, killing it on timeout or interruption.
+    fn run_point(&self, point: &Point) -> Result<(BTreeMap<String, f64>, f64)> {
+        let log = &self.log;
+        let out = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut argv = point.argv.clone();
+        if point.family.is_ours() {
+            argv[0] = self.exe.display().to_string();
         }
-        if stop.load(Ordering::Relaxed) || start.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            if stop.load(Ordering::Relaxed) {
-                bail!("interrupted");
+        if point.family == Family::Ycsb {
+            argv.extend(self.db.args());
+        }
+        let start = Instant::now();
+        let mut child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("cannot run {}", argv[0]))?;
+        let exit_fd = pidfd(&child);
+        let status = loop {
+            if let Some(st) = child.try_wait()? {
+                break st;
             }
-            bail!("{} ran longer than {}s", argv.join(" "), timeout.as_secs());
+            if self.stop.load(Ordering::Relaxed) || start.elapsed() > self.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                if self.stop.load(Ordering::Relaxed) {
+                    bail!("interrupted");
+                }
+                bail!(
+                    "{} ran longer than {}s",
+                    argv.join(" "),
+                    self.timeout.as_secs()
+                );
+            }
+            await_exit(exit_fd.as_ref(), Duration::from_millis(250));
+        };
+        let wall = start.elapsed().as_secs_f64();
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if !status.success() {
+            let tail: Vec<&str> = text.lines().rev().take(3).collect();
+            bail!("{} failed ({status}): {}", argv.join(" "), tail.join(" | "));
         }
-        await_exit(exit_fd.as_ref(), Duration::from_millis(250));
-    };
-    let wall = start.elapsed().as_secs_f64();
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    if !status.success() {
-        let tail: Vec<&str> = text.lines().rev().take(3).collect();
-        bail!("{} failed ({status}): {}", argv.join(" "), tail.join(" | "));
+        let values = workload::parse(point.family, &text)
+            .with_context(|| format!("cannot read the result of {}", argv.join(" ")))?;
+        Ok((values, wall))
     }
-    let values = workload::parse(point.family, &text)
-        .with_context(|| format!("cannot read the result of {}", argv.join(" ")))?;
-    Ok((values, wall))
+
+    /// One run of @point under @arm: its values, wall time and, for our
+    /// own arms, the scheduler's counters over the run. A benchmark that
+    /// fails, or a ycsb run whose server is gone, is a failed sample; a
+    /// scheduler that fails ends the run.
+    fn take_sample(
+        &mut self,
+        point: &Point,
+        arm: &Arm,
+        machine: &mut Machine,
+        iteration: u32,
+    ) -> Result<Sample> {
+        let transition = machine
+            .enter(arm)
+            .with_context(|| format!("cannot set up arm {}", arm.name))?;
+        let needs_db = point.family == Family::Ycsb;
+        if needs_db {
+            if let Some(why) = self.db.failure() {
+                return Ok(Sample::failed(iteration, why));
+            }
+        }
+        if transition == Transition::Reload && !self.opts.no_warmup {
+            if let Err(e) = self.run_point(point).context("warm-up run") {
+                return self.benchmark_failed(e, needs_db, iteration);
+            }
+        }
+        if arm.is_scx() {
+            machine.reset_stats()?;
+        }
+        let ran = self.run_point(point);
+        // An arm that lost its scheduler during the run explains a failed run
+        // better than the benchmark's own complaint does.
+        machine
+            .healthy(arm)
+            .with_context(|| format!("{} under {}", point.label, arm.name))?;
+        let (values, wall_s) = match ran {
+            Ok(v) => v,
+            Err(e) => return self.benchmark_failed(e, needs_db, iteration),
+        };
+        let stats = if arm.is_scx() {
+            Some(machine.fetch_stats()?)
+        } else {
+            None
+        };
+        Ok(Sample {
+            iteration,
+            values,
+            wall_s,
+            stats,
+            failed: None,
+        })
+    }
+
+    /// A benchmark that failed while its scheduler stayed healthy is a
+    /// failed sample: the other points still run, and the run's exit says
+    /// so. For a client of the database server, the server's end, when
+    /// that is the cause, says why.
+    fn benchmark_failed(&mut self, e: anyhow::Error, needs_db: bool, it: u32) -> Result<Sample> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(e);
+        }
+        let server_gone = if needs_db { self.db.failure() } else { None };
+        Ok(Sample::failed(
+            it,
+            server_gone.unwrap_or_else(|| format!("{e:#}")),
+        ))
+    }
+}
+
+/// The database server of the ycsb points, started and loaded once for
+/// the whole run, so that every arm reads the same data.
+enum Database {
+    Unused,
+    Up(ycsb::postgres::Server),
+    /// It could not start, or it ended: why.
+    Down(String),
+}
+
+impl Database {
+    fn start(matrix: &Matrix) -> Self {
+        if !matrix.families.contains(&Family::Ycsb) {
+            return Database::Unused;
+        }
+        let clients = matrix.ycsb_clients.iter().copied().max().unwrap_or(1);
+        let up = ycsb::postgres::bin_dir(None)
+            .and_then(|bin| ycsb::postgres::Server::start(&bin, clients))
+            .context("cannot start the database server")
+            .and_then(|server| {
+                info!("ycsb: loading {} records", matrix.ycsb_records);
+                ycsb::load(&server, matrix.ycsb_records).context("cannot load the table")?;
+                Ok(server)
+            });
+        match up {
+            Ok(server) => Database::Up(server),
+            Err(e) => {
+                let why = format!("{e:#}");
+                warn!("ycsb: {why}; its samples are marked failed");
+                Database::Down(why)
+            }
+        }
+    }
+
+    /// Why the ycsb points cannot run, if they cannot. The server found
+    /// gone is said once, and stopped for good.
+    fn failure(&mut self) -> Option<String> {
+        if let Database::Up(server) = self {
+            if let Some(why) = server.failure() {
+                warn!("ycsb: {why}; the rest of its samples are marked failed");
+                *self = Database::Down(why);
+            }
+        }
+        match self {
+            Database::Down(why) => Some(why.clone()),
+            _ => None,
+        }
+    }
+
+    /// The server, for the ycsb command line.
+    fn args(&self) -> Vec<String> {
+        match self {
+            Database::Up(server) => vec![
+                "--host".into(),
+                server.socket_dir().display().to_string(),
+                "--pg-bin".into(),
+                server.bin().display().to_string(),
+            ],
+            _ => Vec::new(),
+        }
+    }
 }
 
 fn preflight(arms: &[Arm], matrix: &Matrix) -> Result<()> {
@@ -197,8 +342,8 @@ fn preflight(arms: &[Arm], matrix: &Matrix) -> Result<()> {
         Machine::sis_util().context("arm eevdf-nosisutil")?;
     }
     for f in &matrix.families {
-        if *f != Family::Wakeup && !in_path(f.program()) {
-            bail!("{} needs {}, which is not installed", f.name(), f.program());
+        if let Some(program) = f.program().filter(|p| !in_path(p)) {
+            bail!("{} needs {program}, which is not installed", f.name());
         }
     }
     if matrix.families.contains(&Family::Tbench) {
@@ -246,7 +391,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
     let topo = scx_utils::Topology::new().context("cannot read the CPU topology")?;
     let layout = crate::topology::Layout::new(&topo)?;
     let cpus = layout.nr_cpus() as u64;
-    let matrix = opts.matrix(cpus)?;
+    let matrix = opts.matrix(cpus, layout.llcs.len() as u64)?;
     preflight(&arms, &matrix)?;
 
     let exe = std::env::current_exe().context("cannot find scx_sisutil's executable")?;
@@ -312,29 +457,43 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         out.join("scheduler.log"),
         Duration::from_secs_f64(opts.settle_secs),
     );
-    let outcome = run_matrix(&mut results, &points, &mut machine, opts, &exe, &out, &stop);
+    let mut runner = Runner {
+        opts,
+        exe: &exe,
+        log: out.join("last-run.log"),
+        timeout: Duration::from_secs(opts.run_timeout),
+        stop: &stop,
+        db: Database::start(&matrix),
+    };
+    let outcome = run_matrix(&mut results, &points, &mut machine, &mut runner, &out);
+    drop(runner);
     let restored = machine.shutdown();
     if let Err(e) = &outcome {
         results.incomplete = Some(format!("{e:#}"));
     }
     finish(&results, &out)?;
     restored.context("could not restore the machine's state")?;
-    outcome
+    outcome?;
+    let failed = results.failures();
+    if let Some((section, label, arm, why)) = failed.first() {
+        bail!(
+            "{} sample(s) failed, the first ({section} {label} under {arm}) because {why}; \
+             the other points ran",
+            failed.len()
+        );
+    }
+    Ok(())
 }
 
 fn run_matrix(
     results: &mut Results,
     points: &[Point],
     machine: &mut Machine,
-    opts: &BenchOpts,
-    exe: &Path,
+    runner: &mut Runner,
     out: &Path,
-    stop: &AtomicBool,
 ) -> Result<()> {
     let arms = results.arms.clone();
     let iterations = results.method.iterations;
-    let timeout = Duration::from_secs(opts.run_timeout);
-    let run_log = out.join("last-run.log");
     let total = points.len() * iterations as usize * arms.len();
     let started = Instant::now();
     let mut done = 0usize;
@@ -348,24 +507,19 @@ fn run_matrix(
         .collect();
     for (p, it, a) in run_order(points.len(), iterations, arms.len()) {
         let (point, arm) = (&points[p], &arms[a]);
-        if stop.load(Ordering::Relaxed) {
+        if runner.stop.load(Ordering::Relaxed) {
             bail!("interrupted");
         }
         if results.dropped.contains_key(&arm.name) {
             done += 1;
             continue;
         }
-        let sample = match take_sample(point, arm, machine, opts, exe, &run_log, timeout, stop) {
-            Ok((values, wall_s, stats)) => Sample {
-                iteration: it,
-                values,
-                wall_s,
-                stats,
-            },
+        let sample = match runner.take_sample(point, arm, machine, it) {
+            Ok(sample) => sample,
             // Another project's scheduler failing is a finding about it,
             // not a reason to lose the other arms' hours: the run goes on
             // without it and says so. Our own arms failing stops the run.
-            Err(e) if arm.is_external() && !stop.load(Ordering::Relaxed) => {
+            Err(e) if arm.is_external() && !runner.stop.load(Ordering::Relaxed) => {
                 let why = format!("{e:#}");
                 warn!("dropping arm {} for the rest of the run: {why}", arm.name);
                 results.dropped.insert(arm.name.clone(), why);
@@ -383,16 +537,22 @@ fn run_matrix(
         let left = started
             .elapsed()
             .mul_f64((total - done) as f64 / done as f64);
+        let value = match &sample.failed {
+            Some(why) => format!("FAILED ({why})"),
+            None => format!(
+                "{} = {:.3} {}",
+                lead.name,
+                sample.values.get(&lead.name).copied().unwrap_or(f64::NAN),
+                lead.unit
+            ),
+        };
         let _ = writeln!(
             std::io::stderr(),
-            "[{done:>4}/{total}] {} {}, iteration {}/{iterations}, {}: {} = {:.3} {} (elapsed {}, ~{} left)",
+            "[{done:>4}/{total}] {} {}, iteration {}/{iterations}, {}: {value} (elapsed {}, ~{} left)",
             point.section,
             point.label,
             it + 1,
             arm.name,
-            lead.name,
-            sample.values.get(&lead.name).copied().unwrap_or(f64::NAN),
-            lead.unit,
             fmt_duration(started.elapsed()),
             fmt_duration(left)
         );
@@ -404,43 +564,6 @@ fn run_matrix(
         results.save(&out.join("results.json"))?;
     }
     Ok(())
-}
-
-/// One run of `point` under `arm`: its values, wall time and, for our
-/// own arms, the scheduler's counters over the run.
-#[allow(clippy::too_many_arguments)]
-fn take_sample(
-    point: &Point,
-    arm: &Arm,
-    machine: &mut Machine,
-    opts: &BenchOpts,
-    exe: &Path,
-    run_log: &Path,
-    timeout: Duration,
-    stop: &AtomicBool,
-) -> Result<(BTreeMap<String, f64>, f64, Option<crate::stats::Metrics>)> {
-    let transition = machine
-        .enter(arm)
-        .with_context(|| format!("cannot set up arm {}", arm.name))?;
-    if transition == Transition::Reload && !opts.no_warmup {
-        run_point(point, exe, run_log, timeout, stop).context("warm-up run")?;
-    }
-    if arm.is_scx() {
-        machine.reset_stats()?;
-    }
-    let ran = run_point(point, exe, run_log, timeout, stop);
-    // An arm that lost its scheduler during the run explains a failed run
-    // better than the benchmark's own complaint does.
-    machine
-        .healthy(arm)
-        .with_context(|| format!("{} under {}", point.label, arm.name))?;
-    let (values, wall_s) = ran?;
-    let stats = if arm.is_scx() {
-        Some(machine.fetch_stats()?)
-    } else {
-        None
-    };
-    Ok((values, wall_s, stats))
 }
 
 /// Writes the results file, the report and the plots, and prints the

@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 
 use super::plot::Chart;
 use super::report;
-use super::results::{Results, Sample};
+use super::results::{PointResult, Results, Sample};
 use super::stat;
 use crate::stats::Metrics;
 
@@ -306,6 +306,128 @@ fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
     out
 }
 
+/// "2s4l4c" and "2" for a shape named "2s4l4c-nps2" (vm.sh's NUMA modes).
+fn numa_mode(name: &str) -> Option<(&str, &str)> {
+    name.rsplit_once("-nps")
+}
+
+/// A point of a shape's A/B runs, by section and label.
+fn find_point<'a>(s: &'a Shape, section: &str, label: &str) -> Option<&'a PointResult> {
+    s.ab.iter()
+        .flat_map(|r| &r.points)
+        .find(|p| p.point.section == section && p.point.label == label)
+}
+
+/// "1.634 (+0.5%)": @arm's mean and its change against @base's, as the
+/// seed writes SIS_UTIL's beside tip's.
+fn against(p: &PointResult, arm: &str, base: &str, alpha: f64) -> String {
+    let Some(metric) = p.point.metrics.first() else {
+        return "-".into();
+    };
+    let (vals, base_vals) = (p.values(arm, &metric.name), p.values(base, &metric.name));
+    if vals.is_empty() || base_vals.is_empty() {
+        return "-".into();
+    }
+    let m = stat::mean(&vals);
+    if arm == base {
+        return report::num(m);
+    }
+    let change = stat::change_pct(stat::mean(&base_vals), m, metric.better);
+    let star = if stat::significant(&vals, &base_vals, alpha) {
+        " *"
+    } else {
+        ""
+    };
+    format!("{} ({change:+.1}%){star}", report::num(m))
+}
+
+/// The seed's layout for its NUMA modes: per section, a row per point and,
+/// side by side for every mode of one machine, prop's result and util's
+/// with its change against prop (positive = better), the question the
+/// seed's tables ask of every mode.
+fn modes_section(shapes: &[Shape]) -> String {
+    let mut out = String::new();
+    let mut bases: Vec<&str> = shapes
+        .iter()
+        .filter_map(|s| numa_mode(&s.name))
+        .map(|m| m.0)
+        .collect();
+    bases.dedup();
+    for base in bases {
+        let modes: Vec<&Shape> = shapes
+            .iter()
+            .filter(|s| numa_mode(&s.name).is_some_and(|m| m.0 == base))
+            .collect();
+        if modes.len() < 2 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "## {base} across its NUMA modes: SIS_UTIL (util) against SIS_PROP (prop)\n\n\
+             Each cell is a mean over the iterations of that mode's own run; util's change is \
+             against prop in the same run (positive = better, `*` = significant). Below each \
+             result, the found-rate of the scans (`found %`) that explains it in the seed.\n"
+        );
+        let Some(first) = modes[0].ab.first() else {
+            continue;
+        };
+        let alpha = first.method.alpha;
+        for r in &modes[0].ab {
+            for section in r.sections() {
+                let Some(metric) = r
+                    .section_points(&section)
+                    .first()
+                    .and_then(|p| p.point.metrics.first().cloned())
+                else {
+                    continue;
+                };
+                let mut head = vec![format!("{} ({})", metric.name, metric.unit)];
+                for m in &modes {
+                    let nps = numa_mode(&m.name).map_or("?", |x| x.1);
+                    head.push(format!("NPS{nps} prop"));
+                    head.push(format!("NPS{nps} util"));
+                }
+                let mut rows = Vec::new();
+                for p in r.section_points(&section) {
+                    let mut row = vec![p.point.label.clone()];
+                    for m in &modes {
+                        match find_point(m, &section, &p.point.label) {
+                            Some(q) => {
+                                row.push(against(q, "prop", "prop", alpha));
+                                row.push(against(q, "util", "prop", alpha));
+                            }
+                            None => row.extend(["-".to_string(), "-".to_string()]),
+                        }
+                    }
+                    rows.push(row);
+                }
+                let _ = writeln!(out, "### {section}\n\n{}", table(&head, &rows));
+                let found: Vec<Vec<String>> = r
+                    .section_points(&section)
+                    .iter()
+                    .map(|p| {
+                        let mut row = vec![p.point.label.clone()];
+                        for m in &modes {
+                            let q = find_point(m, &section, &p.point.label);
+                            for arm in ["prop", "util"] {
+                                let samples = q
+                                    .and_then(|q| q.samples.get(arm))
+                                    .map(Vec::as_slice)
+                                    .unwrap_or(&[]);
+                                row.push(fixed(Search::Found.mean(samples)));
+                            }
+                        }
+                        row
+                    })
+                    .collect();
+                head[0] = "found %".into();
+                let _ = writeln!(out, "{}", table(&head, &found));
+            }
+        }
+    }
+    out
+}
+
 const LEGEND: &str =
     "Columns: the leading result (mean ± sample stddev) and its change against the \
 baseline (positive = better, `*` = significant by Welch's t-test); then, from the scheduler's \
@@ -359,6 +481,7 @@ pub fn summarize(dir: &Path) -> Result<PathBuf> {
         }
         out.push_str(&shape_section(s, &files, dir));
     }
+    out.push_str(&modes_section(&shapes));
     let path = dir.join("summary.md");
     std::fs::write(&path, out).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
@@ -432,6 +555,45 @@ mod tests {
             assert!(dir.join("plots").join(f).is_file(), "{f}");
             assert!(text.contains(&format!("(plots/{f})")) || f.starts_with("2x8"));
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn numa_modes_side_by_side() {
+        let dir = tmp("modes");
+        // The fixture's eevdf arm as prop: prop 10.70 s, util 11.66 s at 16 groups.
+        let mut r = results();
+        r.arms[0] = crate::bench::arms::Arm::parse("prop").unwrap();
+        r.method.baseline = "prop".into();
+        for p in &mut r.points {
+            let eevdf = p.samples.remove("eevdf").unwrap();
+            p.samples.insert("prop".into(), eevdf);
+        }
+        for shape in ["2s2l2c-nps1", "2s2l2c-nps2", "1x16"] {
+            std::fs::create_dir_all(dir.join(shape).join("ab")).unwrap();
+            r.save(&dir.join(shape).join("ab/results.json")).unwrap();
+        }
+        let text = std::fs::read_to_string(summarize(&dir).unwrap()).unwrap();
+        assert_eq!(text.matches("across its NUMA modes").count(), 1, "{text}");
+        assert!(text.contains("## 2s2l2c across its NUMA modes"), "{text}");
+        assert!(
+            text.contains("| time (s) | NPS1 prop | NPS1 util | NPS2 prop | NPS2 util |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 16-groups | 10.70 | 11.66 (-9.0%) * | 10.70 | 11.66 (-9.0%) * |"),
+            "{text}"
+        );
+        // The found-rate below it: util's counters say 3 of 4; prop's run
+        // here carries none.
+        assert!(
+            text.contains("| found % | NPS1 prop | NPS1 util |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| 16-groups | - | 75.0 | - | 75.0 |"),
+            "{text}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

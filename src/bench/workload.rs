@@ -7,6 +7,7 @@ use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 
 use super::stat::Better;
+pub use crate::ycsb::Workload;
 
 pub const TBENCH_LOADFILE: &str = "/usr/share/dbench/client.txt";
 
@@ -40,6 +41,10 @@ pub enum Family {
     PerfPipe,
     /// message threads waking worker threads (scx_sisutil wakebench)
     Wakeup,
+    /// STREAM's memory-bandwidth kernels (scx_sisutil streambench)
+    Stream,
+    /// YCSB's workloads against PostgreSQL (scx_sisutil ycsb)
+    Ycsb,
 }
 
 impl Family {
@@ -50,17 +55,24 @@ impl Family {
             Family::PerfMessaging => "perf-messaging",
             Family::PerfPipe => "perf-pipe",
             Family::Wakeup => "wakeup",
+            Family::Stream => "stream",
+            Family::Ycsb => "ycsb",
         }
     }
 
-    /// The program the family needs.
-    pub fn program(self) -> &'static str {
+    /// The program the family needs in the PATH; ours are built in.
+    pub fn program(self) -> Option<&'static str> {
         match self {
-            Family::Hackbench => "hackbench",
-            Family::Tbench => "tbench",
-            Family::PerfMessaging | Family::PerfPipe => "perf",
-            Family::Wakeup => "scx_sisutil",
+            Family::Hackbench => Some("hackbench"),
+            Family::Tbench => Some("tbench"),
+            Family::PerfMessaging | Family::PerfPipe => Some("perf"),
+            Family::Wakeup | Family::Stream | Family::Ycsb => None,
         }
+    }
+
+    /// Whether the family runs as a subcommand of this executable.
+    pub fn is_ours(self) -> bool {
+        matches!(self, Family::Wakeup | Family::Stream | Family::Ycsb)
     }
 
     /// The measurements, the one the tables lead with first.
@@ -79,9 +91,32 @@ impl Family {
                 metric("p999_us", "us", Better::Lower),
                 metric("rps", "req/s", Better::Higher),
             ],
+            Family::Stream => STREAM_KERNELS
+                .iter()
+                .map(|k| metric(k, "MB/s", Better::Higher))
+                .collect(),
+            Family::Ycsb => vec![
+                metric("ops", "ops/s", Better::Higher),
+                metric("p99_us", "us", Better::Lower),
+                metric("p50_us", "us", Better::Lower),
+            ],
         }
     }
 }
+
+/// STREAM's kernels, as its report names them.
+pub const STREAM_KERNELS: [&str; 4] = ["Copy", "Scale", "Add", "Triad"];
+
+/// Where the STREAM threads ran: the keys of a sample's values beside the
+/// kernels' rates.
+pub const STREAM_PLACEMENT: [&str; 6] = [
+    "llcs_used",
+    "llc_max",
+    "nodes_used",
+    "node_max",
+    "remote_pct",
+    "moved_pct",
+];
 
 /// One benchmark configuration of the matrix.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,7 +133,7 @@ pub struct Point {
 }
 
 /// The matrix to run, per family.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Matrix {
     pub families: Vec<Family>,
     pub hackbench_groups: Vec<u64>,
@@ -113,6 +148,20 @@ pub struct Matrix {
     pub wakeup_messengers: u64,
     pub wakeup_workers: Vec<u64>,
     pub wakeup_secs: f64,
+    #[serde(default)]
+    pub stream_threads: Vec<u64>,
+    #[serde(default)]
+    pub stream_runs: Vec<u32>,
+    #[serde(default)]
+    pub stream_elements: u64,
+    #[serde(default)]
+    pub ycsb_workloads: Vec<Workload>,
+    #[serde(default)]
+    pub ycsb_clients: Vec<u64>,
+    #[serde(default)]
+    pub ycsb_secs: u64,
+    #[serde(default)]
+    pub ycsb_records: u64,
 }
 
 fn s(v: impl ToString) -> String {
@@ -140,6 +189,8 @@ impl Matrix {
                     metrics: f.metrics(),
                 }),
                 Family::Wakeup => self.wakeup(exe, &mut out),
+                Family::Stream => self.stream(exe, &mut out),
+                Family::Ycsb => self.ycsb(exe, &mut out),
             }
         }
         out
@@ -243,6 +294,72 @@ impl Matrix {
     }
 }
 
+impl Matrix {
+    /// STREAM at each of its lengths (the seed's 10 and 100 runs).
+    fn stream(&self, exe: &str, out: &mut Vec<Point>) {
+        for &runs in &self.stream_runs {
+            for &t in &self.stream_threads {
+                out.push(Point {
+                    family: Family::Stream,
+                    section: format!("STREAM, {runs} runs"),
+                    label: format!("{t} threads"),
+                    param: t,
+                    argv: [s(exe), s("streambench"), s("--threads"), s(t)]
+                        .into_iter()
+                        .chain([s("--runs"), s(runs), s("--json")])
+                        .chain(
+                            // 0: streambench's own size, STREAM's rule.
+                            (self.stream_elements > 0)
+                                .then(|| [s("--elements"), s(self.stream_elements)])
+                                .into_iter()
+                                .flatten(),
+                        )
+                        .collect(),
+                    metrics: Family::Stream.metrics(),
+                });
+            }
+        }
+    }
+
+    /// The run's server is added to the command when it runs (`--host`).
+    fn ycsb(&self, exe: &str, out: &mut Vec<Point>) {
+        for &w in &self.ycsb_workloads {
+            for &c in &self.ycsb_clients {
+                out.push(Point {
+                    family: Family::Ycsb,
+                    section: format!("YCSB workload {}", w.name().to_uppercase()),
+                    label: format!("{c} clients"),
+                    param: c,
+                    argv: vec![
+                        s(exe),
+                        s("ycsb"),
+                        s("--workload"),
+                        s(w.name()),
+                        s("--clients"),
+                        s(c),
+                        s("--seconds"),
+                        s(self.ycsb_secs),
+                        s("--records"),
+                        s(self.ycsb_records),
+                        s("--json"),
+                    ],
+                    metrics: Family::Ycsb.metrics(),
+                });
+            }
+        }
+    }
+}
+
+/// The last line of @stdout that is a JSON object, as @what's report.
+fn json_report<T: serde::de::DeserializeOwned>(stdout: &str, what: &str) -> Result<T> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .ok_or_else(|| anyhow!("no JSON report in {what}'s output"))?;
+    Ok(serde_json::from_str(line)?)
+}
+
 /// The measurements in a benchmark's output.
 pub fn parse(family: Family, stdout: &str) -> Result<BTreeMap<String, f64>> {
     let mut m = BTreeMap::new();
@@ -251,7 +368,13 @@ pub fn parse(family: Family, stdout: &str) -> Result<BTreeMap<String, f64>> {
             m.insert("time".into(), after(stdout, "Time:")?);
         }
         Family::Tbench => {
-            m.insert("throughput".into(), after(stdout, "Throughput")?);
+            let mbs = after(stdout, "Throughput")?;
+            // dbench counts only once every client has started: a run
+            // that ended before is not a measurement of zero.
+            if mbs == 0.0 {
+                bail!("tbench measured 0 MB/s: its run ended before all clients started (raise --tbench-secs)");
+            }
+            m.insert("throughput".into(), mbs);
         }
         Family::PerfMessaging => {
             m.insert("time".into(), after(stdout, "Total time:")?);
@@ -265,18 +388,42 @@ pub fn parse(family: Family, stdout: &str) -> Result<BTreeMap<String, f64>> {
             m.insert("usecs_per_op".into(), first_number(line)?);
         }
         Family::Wakeup => {
-            let line = stdout
-                .lines()
-                .rev()
-                .find(|l| l.starts_with('{'))
-                .ok_or_else(|| anyhow!("no JSON report in wakebench's output"))?;
-            let r: crate::wakebench::Report = serde_json::from_str(line)?;
+            let r: crate::wakebench::Report = json_report(stdout, "wakebench")?;
             for (k, v) in [
                 ("p50_us", r.p50_us),
                 ("p90_us", r.p90_us),
                 ("p99_us", r.p99_us),
                 ("p999_us", r.p999_us),
                 ("rps", r.rps),
+            ] {
+                m.insert(k.into(), v);
+            }
+        }
+        Family::Stream => {
+            let r: crate::streambench::Report = json_report(stdout, "streambench")?;
+            let values = [r.copy_mbs, r.scale_mbs, r.add_mbs, r.triad_mbs];
+            let placement = [
+                r.llcs_used,
+                r.llc_max,
+                r.nodes_used,
+                r.node_max,
+                r.remote_pct,
+                r.moved_pct,
+            ];
+            for (k, v) in STREAM_KERNELS.iter().zip(values) {
+                m.insert((*k).into(), v);
+            }
+            for (k, v) in STREAM_PLACEMENT.iter().zip(placement) {
+                m.insert((*k).into(), v);
+            }
+        }
+        Family::Ycsb => {
+            let r: crate::ycsb::Report = json_report(stdout, "ycsb")?;
+            for (k, v) in [
+                ("ops", r.ops),
+                ("p50_us", r.p50_us),
+                ("p99_us", r.p99_us),
+                ("p999_us", r.p999_us),
             ] {
                 m.insert(k.into(), v);
             }
@@ -329,6 +476,16 @@ mod tests {
         let m = parse(Family::PerfPipe, pp).unwrap();
         assert_eq!((m["time"], m["usecs_per_op"]), (0.041, 41.398));
 
+        let sb = r#"{"copy_mbs":100.0,"scale_mbs":90.0,"add_mbs":110.0,"triad_mbs":120.0,"threads":2,"elements":1024,"runs":10,"llcs_used":2.0,"llc_max":1.0,"nodes_used":1.0,"node_max":2.0,"remote_pct":0.0,"moved_pct":12.5,"seconds":1.0}"#;
+        let m = parse(Family::Stream, sb).unwrap();
+        assert_eq!(
+            (m["Copy"], m["Triad"], m["moved_pct"]),
+            (100.0, 120.0, 12.5)
+        );
+        let yc = r#"{"ops":6380.6,"p50_us":243.0,"p99_us":4883.0,"p999_us":7275.0,"transactions":18988}"#;
+        let m = parse(Family::Ycsb, yc).unwrap();
+        assert_eq!((m["ops"], m["p99_us"]), (6380.6, 4883.0));
+
         let wb = r#"{"p50_us":12.5,"p90_us":30.0,"p99_us":80.1,"p999_us":150.0,"max_us":300.0,"rps":12000.0,"wakeups":60000}"#;
         let m = parse(Family::Wakeup, wb).unwrap();
         assert_eq!((m["p99_us"], m["rps"]), (80.1, 12000.0));
@@ -338,8 +495,14 @@ mod tests {
     fn refuses_outputs_without_the_measurement() {
         assert!(parse(Family::Hackbench, "Running in process mode\n").is_err());
         assert!(parse(Family::Tbench, "Throughput nan MB/sec").is_err());
+        assert!(parse(
+            Family::Tbench,
+            "Throughput 0 MB/sec  128 clients  128 procs"
+        )
+        .is_err());
         assert!(parse(Family::PerfPipe, "Total time: 1.0 [sec]\n").is_err());
         assert!(parse(Family::Wakeup, "not json").is_err());
+        assert!(parse(Family::Ycsb, "pgbench: error: connection refused").is_err());
     }
 
     fn matrix() -> Matrix {
@@ -362,6 +525,7 @@ mod tests {
             wakeup_messengers: 1,
             wakeup_workers: vec![2],
             wakeup_secs: 1.0,
+            ..Matrix::default()
         }
     }
 
@@ -380,5 +544,41 @@ mod tests {
         assert_eq!(pts[5].argv[5], "8");
         assert_eq!(pts[5].metrics[0].better, Better::Higher);
         assert_eq!(pts[7].argv[..2], ["/usr/bin/scx_sisutil", "wakebench"]);
+    }
+
+    #[test]
+    fn stream_and_ycsb_points() {
+        let m = Matrix {
+            families: vec![Family::Stream, Family::Ycsb],
+            stream_threads: vec![4],
+            stream_runs: vec![10, 100],
+            stream_elements: 0,
+            ycsb_workloads: vec![Workload::A, Workload::C],
+            ycsb_clients: vec![1, 8],
+            ycsb_secs: 5,
+            ycsb_records: 1000,
+            ..matrix()
+        };
+        let pts = m.points("scx_sisutil");
+        assert_eq!(pts.len(), 2 + 4);
+        assert_eq!(
+            (pts[0].section.as_str(), pts[0].label.as_str()),
+            ("STREAM, 10 runs", "4 threads")
+        );
+        assert_eq!(pts[1].section, "STREAM, 100 runs");
+        // No size: streambench's own, STREAM's rule.
+        assert!(!pts[0].argv.contains(&"--elements".to_string()));
+        let with_size = Matrix {
+            stream_elements: 4096,
+            ..m.clone()
+        }
+        .points("x");
+        assert!(with_size[0]
+            .argv
+            .ends_with(&["--elements".into(), "4096".into()]));
+        assert_eq!(pts[2].section, "YCSB workload A");
+        assert_eq!(pts[5].section, "YCSB workload C");
+        assert_eq!(pts[3].argv[4..6], ["--clients", "8"]);
+        assert_eq!(pts[2].metrics[0].name, "ops");
     }
 }
