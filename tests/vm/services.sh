@@ -11,13 +11,13 @@ ELEMS=262144
 no_server() { ! pgrep -x postgres >/dev/null && ! ls -d /tmp/scx_sisutil-pg-* >/dev/null 2>&1; }
 
 # values NAME FILE: every number of "NAME": in a pretty results file.
-values() { grep -o "\"$1\": [0-9.e+-]*" "$2" | awk '{ print $2 }'; }
+values() { grep -o "\"$1\": [0-9][0-9.e+-]*" "$2" | awk '{ print $2 }'; }
 all_positive() { [ -n "$1" ] && echo "$1" | awk '$1 <= 0 { bad = 1 } END { exit bad }'; }
 
 log "the standalone ycsb command starts, loads and stops its own server"
 out=$($SCHED ycsb --workload b --clients 2 --seconds 2 --records 1000 2>&1)
 rc=$?
-log "$out"
+echo "$out" | sed 's/^/# /'
 check "ycsb exits 0" [ $rc -eq 0 ]
 check "ycsb reports operations per second" says "$out" '^[0-9.]+ ops/s over [0-9]+ operations'
 check "no server left after ycsb" no_server
@@ -41,11 +41,11 @@ check "ycsb: 2 iterations x 2 arms" [ "$(echo "$ops" | wc -l)" -eq 4 ]
 # A copy moves 2 x 8 bytes an element: its best time, from its rate, fits
 # in the run's wall time; ycsb's timed phase (2 s) does too.
 check "STREAM's best copy fits in its run" awk -v n=$ELEMS '
-	/"Copy":/ { gsub(",", ""); rate = $2 }
+	/"Copy": [0-9]/ { gsub(",", ""); rate = $2 }
 	/"wall_s":/ && rate { gsub(",", ""); if (16 * n / 1e6 / rate > $2) bad = 1; rate = 0; seen++ }
 	END { exit bad || !seen }' $R/results.json
 check "ycsb's timed phase fits in its run" awk '
-	/"ops":/ { ops = 1 }
+	/"ops": [0-9]/ { ops = 1 }
 	/"wall_s":/ && ops { gsub(",", ""); if ($2 < 2) bad = 1; ops = 0; seen++ }
 	END { exit bad || !seen }' $R/results.json
 check "the threads' placement is recorded" all_positive "$(values llcs_used $R/results.json)"
