@@ -8,7 +8,10 @@
 . /tests/vm/lib.sh
 
 ELEMS=262144
-no_server() { ! pgrep -x postgres >/dev/null && ! ls -d /tmp/scx_sisutil-pg-* >/dev/null 2>&1; }
+# busybox has no pgrep; its pidof matches the server's processes by name.
+server_up() { pidof postgres >/dev/null; }
+no_server() { ! server_up && ! ls -d /tmp/scx_sisutil-pg-* >/dev/null 2>&1; }
+gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # values NAME FILE: every number of "NAME": in a pretty results file.
 values() { grep -o "\"$1\": [0-9][0-9.e+-]*" "$2" | awk '{ print $2 }'; }
@@ -59,10 +62,11 @@ BENCH=$!
 i=0
 until grep -q '^\[ *1/' /tmp/kill.err || [ $i -ge 600 ]; do sleep 0.5; i=$((i + 1)); done
 check "the first sample ran" grep -q '^\[ *1/' /tmp/kill.err
-pkill -KILL -x postgres
+check "the server runs during the bench" server_up
+killall -KILL postgres
 i=0
 while kill -0 $BENCH 2>/dev/null && [ $i -lt 600 ]; do sleep 0.5; i=$((i + 1)); done
-check "the bench ended by itself" ! kill -0 $BENCH 2>/dev/null
+check "the bench ended by itself" gone $BENCH
 kill -KILL $BENCH 2>/dev/null
 wait $BENCH
 rc=$?
