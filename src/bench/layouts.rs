@@ -2,9 +2,9 @@
 //! a row per kernel, and ycsb's lines, an arm each with its variation; and
 //! where STREAM's threads ran, which is what a scheduler changes there.
 
-use super::report::{align, banner, cell, num};
 use super::results::Results;
 use super::stat::{self, Better};
+use super::table::{align, banner, cell, num};
 use super::workload::{STREAM_KERNELS, STREAM_PLACEMENT};
 
 /// Per point, "Copy:   189113.11 +-20.1 (0.00 pct)   188490.27 ..." under

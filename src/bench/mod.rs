@@ -15,6 +15,7 @@ pub mod results;
 mod run;
 pub mod stat;
 pub mod study;
+mod table;
 pub mod workload;
 
 use std::path::Path;

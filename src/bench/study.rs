@@ -15,6 +15,7 @@ use super::plot::Chart;
 use super::report;
 use super::results::{PointResult, Results, Sample};
 use super::stat;
+use super::table;
 use crate::stats::Metrics;
 
 /// One shape's runs.
@@ -202,8 +203,8 @@ fn section_table(r: &Results, section: &str) -> String {
                 a.name.clone(),
                 format!(
                     "{} ±{}",
-                    report::num(stat::mean(&vals)),
-                    report::num(stat::stddev(&vals))
+                    table::num(stat::mean(&vals)),
+                    table::num(stat::stddev(&vals))
                 ),
                 vs,
             ];
@@ -330,7 +331,7 @@ fn against(p: &PointResult, arm: &str, base: &str, alpha: f64) -> String {
     }
     let m = stat::mean(&vals);
     if arm == base {
-        return report::num(m);
+        return table::num(m);
     }
     let change = stat::change_pct(stat::mean(&base_vals), m, metric.better);
     let star = if stat::significant(&vals, &base_vals, alpha) {
@@ -338,7 +339,7 @@ fn against(p: &PointResult, arm: &str, base: &str, alpha: f64) -> String {
     } else {
         ""
     };
-    format!("{} ({change:+.1}%){star}", report::num(m))
+    format!("{} ({change:+.1}%){star}", table::num(m))
 }
 
 /// The seed's layout for its NUMA modes: per section, a row per point and,
