@@ -3,13 +3,16 @@
 # benchmarks, in a VM running a sched_ext kernel. Prints the seed-style
 # tables and keeps the results file, the report and the plots on the host.
 #
-#   scripts/ab.sh [--shape 2x4] [--out DIR] [-- BENCH-OPTIONS...]
+#   scripts/ab.sh [--shape 2x4] [--out DIR] [--add SRC[:DST]]... [-- BENCH-OPTIONS...]
 #
 # BENCH-OPTIONS go to `scx_sisutil bench` (arms, benchmarks, sizes; see
 # `scx_sisutil bench --help`), e.g.
 #   scripts/ab.sh --shape 1x8 -- --arms eevdf,eevdf-nosisutil,util,full --bench hackbench
-# Results land in results/<date>-<shape>/ unless --out says otherwise. On a
-# machine with sched_ext, run `sudo scx_sisutil bench ...` directly instead.
+# Results land in results/<date>-<shape>/ unless --out says otherwise.
+# --add puts a program into the guest (scripts/vm.sh's --add): a peer
+# scheduler for --arm NAME=COMMAND, or a schbench you built for --bench
+# schbench, e.g. --add ~/schbench/schbench:/usr/bin/schbench. On a machine
+# with sched_ext, run `sudo scx_sisutil bench ...` directly instead.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,12 +22,14 @@ cd "$ROOT"
 SHAPE=2x4
 OUT=
 TIMEOUT=21600
+ADD=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) SHAPE=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
-	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--add) ADD+=(--add "$2"); shift 2 ;;
+	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
 	*) echo "ab.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -44,7 +49,7 @@ done
 # first place to look when a run stops.
 mkdir -p "$OUT"
 set +e
-scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" --console "$OUT/console.log" -- \
+scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" --console "$OUT/console.log" "${ADD[@]}" -- \
 	"scx_sisutil bench --out /results$args"
 rc=$?
 set -e

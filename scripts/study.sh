@@ -3,12 +3,13 @@
 # EEVDF, the small-LLC rule, full and builtin) on the seed's LLC shapes,
 # in VMs, with the seed's benchmark families and explanatory tables.
 #
-#   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--arms A,B,...] [--out DIR]
+#   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--arms A,B,...]
+#                    [--steps hackbench,tbench,wakeup,services,shadow] [--out DIR]
 #
 # Shapes are scripts/vm.sh's: LxC[xT], or SsLlCc[Tt][-npsN] for sockets of
 # several LLCs in NUMA nodes (2s4l4c-nps1,2s4l4c-nps2,2s4l4c-nps4 is the
 # seed's machine scaled down). For every shape it makes five runs with
-# scripts/ab.sh:
+# scripts/ab.sh (--steps picks some of them):
 #   DIR/<shape>/hackbench  every arm, hackbench (processes, pipes) 1..16 groups
 #   DIR/<shape>/tbench     every arm, tbench 1 client to 4x the CPUs
 #   DIR/<shape>/wakeup     every arm, the wakeup-latency benchmark
@@ -41,13 +42,15 @@ ARMS=eevdf,util,prop,util-small,full,builtin
 OUT=results/study
 PRESET=vm
 ITER=3
+STEPS=hackbench,tbench,wakeup,services,shadow
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick) PRESET=quick; ITER=2; shift ;;
 	--shapes) SHAPES=$2; shift 2 ;;
 	--arms) ARMS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--steps) STEPS=$2; shift 2 ;;
+	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "study.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -81,6 +84,15 @@ ab() {
 }
 
 IFS=, read -r -a shapes <<<"$SHAPES"
+IFS=, read -r -a steps <<<"$STEPS"
+for step in "${steps[@]}"; do
+	[[ $step =~ ^(hackbench|tbench|wakeup|services|shadow)$ ]] || {
+		echo "study.sh: unknown step $step (hackbench, tbench, wakeup, services, shadow)" >&2
+		exit 2
+	}
+done
+# step NAME: whether --steps asked for NAME.
+step() { [[ ,$STEPS, == *,$1,* ]]; }
 for shape in "${shapes[@]}"; do
 	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ || $shape =~ ^[0-9]+s[0-9]+l[0-9]+c([0-9]+t)?(-nps[124])?$ ]] || {
 		echo "study.sh: bad shape $shape (LxC[xT] or SsLlCc[Tt][-npsN])" >&2
@@ -99,23 +111,25 @@ for shape in "${shapes[@]}"; do
 	[[ $PRESET == quick ]] && sizes=()
 	arms=(--preset "$PRESET" --iterations "$ITER"
 		--arms "$ARMS")
-	echo "=== $shape ($n CPUs): hackbench, all arms"
-	ab --shape "$shape" --out "$OUT/$shape/hackbench" -- \
-		"${arms[@]}" --bench hackbench "${sizes[@]}"
-	echo "=== $shape ($n CPUs): tbench, all arms"
-	ab --shape "$shape" --out "$OUT/$shape/tbench" -- \
-		"${arms[@]}" --bench tbench "${sizes[@]}"
-	echo "=== $shape ($n CPUs): wakeup latency, all arms"
-	ab --shape "$shape" --out "$OUT/$shape/wakeup" -- \
-		"${arms[@]}" --bench wakeup "${sizes[@]}"
-	echo "=== $shape ($n CPUs): STREAM and YCSB on PostgreSQL, all arms"
-	ab --shape "$shape" --out "$OUT/$shape/services" -- \
-		"${arms[@]}" --bench stream,ycsb
-	echo "=== $shape ($n CPUs): util with prop as its shadow"
-	ab --shape "$shape" --out "$OUT/$shape/shadow" -- \
-		--preset "$PRESET" --iterations "$ITER" --arms util \
-		--scheduler-args "--shadow prop" \
-		--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
+	# The matrix families: every arm at the shape's sizes.
+	for bench in hackbench tbench wakeup; do
+		step "$bench" || continue
+		echo "=== $shape ($n CPUs): $bench, all arms"
+		ab --shape "$shape" --out "$OUT/$shape/$bench" -- \
+			"${arms[@]}" --bench "$bench" "${sizes[@]}"
+	done
+	if step services; then
+		echo "=== $shape ($n CPUs): STREAM and YCSB on PostgreSQL, all arms"
+		ab --shape "$shape" --out "$OUT/$shape/services" -- \
+			"${arms[@]}" --bench stream,ycsb
+	fi
+	if step shadow; then
+		echo "=== $shape ($n CPUs): util with prop as its shadow"
+		ab --shape "$shape" --out "$OUT/$shape/shadow" -- \
+			--preset "$PRESET" --iterations "$ITER" --arms util \
+			--scheduler-args "--shadow prop" \
+			--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
+	fi
 done
 "$TARGET/release/scx_sisutil" study-summary "$OUT"
 echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,services,shadow}, the summary in $OUT/summary.md"

@@ -6,6 +6,7 @@ mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod control;
+mod monitor;
 mod op_time;
 mod policy;
 mod sched;
@@ -132,7 +133,7 @@ fn run(opts: Opts) -> Result<()> {
         }
         Some(Cmd::Stats { json }) => {
             sysfs::require_ours()?;
-            stats::print_once(json)
+            monitor::print_once(json)
         }
         Some(Cmd::ResetStats) => {
             let change = Change {
@@ -180,7 +181,7 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
 
 fn monitor(secs: f64, json: bool) -> Result<()> {
     sysfs::require_ours()?;
-    stats::monitor(Duration::from_secs_f64(secs), json, shutdown_flag()?)
+    monitor::monitor(Duration::from_secs_f64(secs), json, shutdown_flag()?)
 }
 
 fn run_scheduler(opts: &RunOpts) -> Result<()> {
@@ -198,7 +199,7 @@ fn run_scheduler(opts: &RunOpts) -> Result<()> {
         if let Some((secs, json)) = printer.take() {
             let flag = shutdown.clone();
             std::thread::spawn(move || {
-                if let Err(e) = stats::monitor(Duration::from_secs_f64(secs), json, flag) {
+                if let Err(e) = monitor::monitor(Duration::from_secs_f64(secs), json, flag) {
                     warn!("statistics printer stopped: {e:#}");
                 }
             });

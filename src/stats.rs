@@ -1,13 +1,11 @@
 //! Scan statistics: the per-CPU counters BPF keeps, summed and turned into
 //! the one machine-readable record (`Metrics`) that `--stats`, `--monitor`,
 //! `--json` and the A/B harness all read (tables.rs renders it as the seed
-//! thread's tables), with its schema for scx_stats and its clients.
+//! thread's tables), with its schema for scx_stats. monitor.rs reads it
+//! from a running instance.
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Result};
 use scx_stats::prelude::*;
@@ -479,44 +477,6 @@ pub fn describe<W: Write>(w: &mut W) -> Result<()> {
         .into_iter()
         .fold(StatsServerData::<(), ()>::new(), |d, m| d.add_meta(m))
         .describe_meta(w, None)
-}
-
-/// The metrics of the running instance.
-pub fn fetch() -> Result<Metrics> {
-    let mut client = crate::socket::connect(Some(5000))?;
-    client.request("stats", vec![])
-}
-
-/// Prints the metrics of the running instance once.
-pub fn print_once(json: bool) -> Result<()> {
-    let m = fetch()?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(&m)?)?;
-    } else {
-        m.format(&mut out)?;
-    }
-    Ok(())
-}
-
-/// Prints the metrics of the running instance every `intv` until
-/// `shutdown`, as text or as one JSON object per line.
-pub fn monitor(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<()> {
-    scx_utils::monitor_stats::<Metrics>(
-        &[],
-        intv,
-        || shutdown.load(Ordering::Relaxed),
-        |m| {
-            let mut out = std::io::stdout().lock();
-            if json {
-                writeln!(out, "{}", serde_json::to_string(&m)?)?;
-            } else {
-                m.format(&mut out)?;
-            }
-            out.flush()?;
-            Ok(())
-        },
-    )
 }
 
 /// Results files written before the per-LLC records and the per-op times

@@ -400,7 +400,7 @@ impl Machine {
     }
 
     pub fn fetch_stats(&self) -> Result<Metrics> {
-        crate::stats::fetch()
+        crate::monitor::fetch()
     }
 
     /// Unloads whatever runs and restores the kernel's SIS_UTIL feature.

@@ -343,6 +343,9 @@ fn preflight(arms: &[Arm], matrix: &Matrix) -> Result<()> {
     }
     for f in &matrix.families {
         if let Some(program) = f.program().filter(|p| !in_path(p)) {
+            if *f == Family::Schbench {
+                bail!("schbench is not installed: Debian packages none; build it from its source and put it in the PATH");
+            }
             bail!("{} needs {program}, which is not installed", f.name());
         }
     }

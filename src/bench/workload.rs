@@ -41,6 +41,9 @@ pub enum Family {
     PerfPipe,
     /// message threads waking worker threads (scx_sisutil wakebench)
     Wakeup,
+    /// the real schbench, where it is installed: wakeup's points, to check
+    /// wakebench against the benchmark it stands for
+    Schbench,
     /// STREAM's memory-bandwidth kernels (scx_sisutil streambench)
     Stream,
     /// YCSB's workloads against PostgreSQL (scx_sisutil ycsb)
@@ -55,6 +58,7 @@ impl Family {
             Family::PerfMessaging => "perf-messaging",
             Family::PerfPipe => "perf-pipe",
             Family::Wakeup => "wakeup",
+            Family::Schbench => "schbench",
             Family::Stream => "stream",
             Family::Ycsb => "ycsb",
         }
@@ -65,6 +69,7 @@ impl Family {
         match self {
             Family::Hackbench => Some("hackbench"),
             Family::Tbench => Some("tbench"),
+            Family::Schbench => Some("schbench"),
             Family::PerfMessaging | Family::PerfPipe => Some("perf"),
             Family::Wakeup | Family::Stream | Family::Ycsb => None,
         }
@@ -84,7 +89,7 @@ impl Family {
                 metric("usecs_per_op", "us/op", Better::Lower),
                 metric("time", "s", Better::Lower),
             ],
-            Family::Wakeup => vec![
+            Family::Wakeup | Family::Schbench => vec![
                 metric("p99_us", "us", Better::Lower),
                 metric("p50_us", "us", Better::Lower),
                 metric("p90_us", "us", Better::Lower),
@@ -189,6 +194,7 @@ impl Matrix {
                     metrics: f.metrics(),
                 }),
                 Family::Wakeup => self.wakeup(exe, &mut out),
+                Family::Schbench => self.schbench(&mut out),
                 Family::Stream => self.stream(exe, &mut out),
                 Family::Ycsb => self.ycsb(exe, &mut out),
             }
@@ -295,6 +301,30 @@ impl Matrix {
 }
 
 impl Matrix {
+    /// schbench at wakeup's points: the same message threads, workers and
+    /// run time (whole seconds, as schbench takes them).
+    fn schbench(&self, out: &mut Vec<Point>) {
+        let secs = (self.wakeup_secs.ceil() as u64).max(1);
+        for &w in &self.wakeup_workers {
+            out.push(Point {
+                family: Family::Schbench,
+                section: format!("schbench, {} message thread(s)", self.wakeup_messengers),
+                label: format!("{w} workers"),
+                param: w,
+                argv: vec![
+                    s("schbench"),
+                    s("-m"),
+                    s(self.wakeup_messengers),
+                    s("-t"),
+                    s(w),
+                    s("-r"),
+                    s(secs),
+                ],
+                metrics: Family::Schbench.metrics(),
+            });
+        }
+    }
+
     /// STREAM at each of its lengths (the seed's 10 and 100 runs).
     fn stream(&self, exe: &str, out: &mut Vec<Point>) {
         for &runs in &self.stream_runs {
@@ -399,6 +429,7 @@ pub fn parse(family: Family, stdout: &str) -> Result<BTreeMap<String, f64>> {
                 m.insert(k.into(), v);
             }
         }
+        Family::Schbench => schbench(stdout, &mut m)?,
         Family::Stream => {
             let r: crate::streambench::Report = json_report(stdout, "streambench")?;
             let values = [r.copy_mbs, r.scale_mbs, r.add_mbs, r.triad_mbs];
@@ -433,6 +464,25 @@ pub fn parse(family: Family, stdout: &str) -> Result<BTreeMap<String, f64>> {
         bail!("{} reported {k} = {v}", family.name());
     }
     Ok(m)
+}
+
+/// schbench's final report: the last "Wakeup Latencies" block (it prints
+/// one every interval, and the whole run's last) and the average rps.
+fn schbench(stdout: &str, m: &mut BTreeMap<String, f64>) -> Result<()> {
+    let (_, block) = stdout
+        .rsplit_once("Wakeup Latencies")
+        .ok_or_else(|| anyhow!("no wakeup latencies in schbench's output"))?;
+    let block = block.split("Request Latencies").next().unwrap_or(block);
+    for (k, pct) in [
+        ("p50_us", "50.0th:"),
+        ("p90_us", "90.0th:"),
+        ("p99_us", "99.0th:"),
+        ("p999_us", "99.9th:"),
+    ] {
+        m.insert(k.into(), after(block, pct)?);
+    }
+    m.insert("rps".into(), after(stdout, "average rps:")?);
+    Ok(())
 }
 
 /// The number that follows `key` on the last line that has it.
@@ -489,6 +539,32 @@ mod tests {
         let wb = r#"{"p50_us":12.5,"p90_us":30.0,"p99_us":80.1,"p999_us":150.0,"max_us":300.0,"rps":12000.0,"wakeups":60000}"#;
         let m = parse(Family::Wakeup, wb).unwrap();
         assert_eq!((m["p99_us"], m["rps"]), (80.1, 12000.0));
+
+        // schbench prints a block per interval; the last one is the run's.
+        let block = |p50, p99| {
+            format!(
+                "Wakeup Latencies percentiles (usec) runtime 3 (s) (398 total samples)\n\
+                 \t  50.0th: {p50}         (71 samples)\n\t  90.0th: 4712       (161 samples)\n\
+                 \t* 99.0th: {p99}       (35 samples)\n\t  99.9th: 9200       (3 samples)\n\
+                 \t  min=2, max=9208\n\
+                 Request Latencies percentiles (usec) runtime 3 (s) (398 total samples)\n\
+                 \t  50.0th: 10128      (114 samples)\n\t* 99.0th: 33600      (36 samples)\n\
+                 RPS percentiles (requests) runtime 3 (s) (4 total samples)\n\
+                 \t* 50.0th: 98         (1 samples)\n"
+            )
+        };
+        let sch = format!("{}{}average rps: 132.67\n", block(40, 900), block(25, 8592));
+        let m = parse(Family::Schbench, &sch).unwrap();
+        assert_eq!(
+            (
+                m["p50_us"],
+                m["p90_us"],
+                m["p99_us"],
+                m["p999_us"],
+                m["rps"]
+            ),
+            (25.0, 4712.0, 8592.0, 9200.0, 132.67)
+        );
     }
 
     #[test]
@@ -502,6 +578,7 @@ mod tests {
         .is_err());
         assert!(parse(Family::PerfPipe, "Total time: 1.0 [sec]\n").is_err());
         assert!(parse(Family::Wakeup, "not json").is_err());
+        assert!(parse(Family::Schbench, "schbench usage:\n").is_err());
         assert!(parse(Family::Ycsb, "pgbench: error: connection refused").is_err());
     }
 

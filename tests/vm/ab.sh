@@ -51,6 +51,8 @@ check "the depth histogram is there" [ -s $R/plots/hackbench-process-pipe-search
 check "plot re-reads the file" sh -c "$SCHED plot $J --out /tmp/replot >/dev/null"
 check "compare reads two files" sh -c "$SCHED compare $J $J | grep -q 'pct: change from A to B'"
 expect_error 1 "not a scx_sisutil results file" $SCHED compare /etc/passwd $J
+# The real schbench is optional (no package has it): without it, one line.
+expect_error 1 "schbench is not installed" $SCHED bench --arms eevdf,util --bench schbench --out /tmp/ab-sch
 
 log "the kernel's SIS_UTIL arm"
 F=/sys/kernel/debug/sched/features
