@@ -468,6 +468,7 @@ fn publish_topology(
     let (llc_node, node_cpus, node_first) = l.flat_node_cpus();
     for (i, &node) in llc_node.iter().enumerate() {
         rodata.llc_node[i] = node as u32;
+        rodata.llc_numa_imb[i] = l.numa_imbalance(i) as u32;
     }
     for (i, &cpu) in node_cpus.iter().enumerate() {
         rodata.node_cpus[i] = cpu as i32;

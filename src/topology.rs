@@ -190,6 +190,26 @@ impl Layout {
         self.distance(a, b) <= RECLAIM_DISTANCE
     }
 
+    /// The kernel's imb_numa_nr for LLC @a: how many tasks its node runs
+    /// before a new task looks at other nodes. It is the number of LLCs in
+    /// the first domain above the LLC (the node when it holds several, else
+    /// the nearest level that does), so that new tasks fill a node until
+    /// two would share an LLC there while another node's stand idle.
+    pub fn numa_imbalance(&self, a: usize) -> usize {
+        let nearest = (0..self.llcs.len())
+            .filter(|&b| b != a)
+            .map(|b| self.span(a, b))
+            .min();
+        match nearest {
+            Some(span) => {
+                1 + (0..self.llcs.len())
+                    .filter(|&b| b != a && self.span(a, b) == span)
+                    .count()
+            }
+            None => 1,
+        }
+    }
+
     fn count_distinct(&self, key: impl Fn(&Llc) -> usize) -> usize {
         let mut ids: Vec<usize> = self.llcs.iter().map(key).collect();
         ids.sort_unstable();
@@ -480,6 +500,24 @@ mod tests {
         assert!(l.affine(0, 1));
         assert!(l.affine(0, 3), "12 is within node_reclaim_distance");
         assert!(!l.affine(0, 4), "32 is beyond it");
+    }
+
+    #[test]
+    fn numa_imbalance_counts_the_llcs_above_the_llc() {
+        // NPS2: the node's two LLCs.
+        assert!((0..8).all(|a| nps2().numa_imbalance(a) == 2));
+        // An LLC per node, two nodes a package (NPS4 in miniature): the
+        // package's LLCs.
+        let llcs = (0..4).map(|i| llc(i, vec![i], i, i / 2)).collect();
+        let l = Layout::from_parts(llcs, BTreeMap::new(), BTreeMap::new()).unwrap();
+        assert_eq!(l.numa_imbalance(0), 2);
+        // An LLC per package, as the LxC shapes have: all of them.
+        let llcs = (0..3).map(|i| llc(i, vec![i], i, i)).collect();
+        let l = Layout::from_parts(llcs, BTreeMap::new(), BTreeMap::new()).unwrap();
+        assert_eq!(l.numa_imbalance(1), 3);
+        let one = vec![llc(0, vec![0, 1], 0, 0)];
+        let l = Layout::from_parts(one, BTreeMap::new(), BTreeMap::new()).unwrap();
+        assert_eq!(l.numa_imbalance(0), 1);
     }
 
     #[test]

@@ -48,7 +48,7 @@ enum sisu_outcome {
 	SISU_OUT_SMT,		/* an idle SMT sibling of prev */
 	SISU_OUT_SCAN,		/* found by the LLC scan */
 	SISU_OUT_BUSY,		/* nothing idle found: queued on the target */
-	SISU_OUT_FORK,		/* a new task, on an idle CPU of prev's node */
+	SISU_OUT_FORK,		/* a new task, on the idlest LLC within reach (fork_cpu()) */
 	SISU_NR_OUTCOMES,
 };
 

@@ -6,9 +6,10 @@
  * A waking task is placed the way select_idle_sibling() places it: the
  * wake target, prev, the task's recently used CPU, an idle SMT sibling of
  * prev, then a scan of the target's LLC whose depth the active policy
- * limits. A CPU found idle gets the task directly; otherwise the task waits
- * in the target CPU's own queue, ordered by weighted virtual time, like on
- * a runqueue. A CPU that runs out of work pulls from the busiest queue of
+ * limits; a new task instead starts in the idlest LLC near its parent, as
+ * the kernel's fork balancing puts it. A CPU found idle gets the task
+ * directly; otherwise the task waits in the target CPU's own queue,
+ * ordered by weighted virtual time, like on a runqueue. A CPU that runs out of work pulls from the busiest queue of
  * its LLC, then of the LLCs nearest to it: its node's, its package's, then
  * other nodes' by NUMA distance (newidle balancing, walking up the sched
  * domains), and a busy CPU's tick wakes an idle CPU when work waits (nohz
@@ -58,6 +59,11 @@ const volatile u32 llc_node[SISU_MAX_LLCS];
 const volatile s32 node_cpus[SISU_MAX_CPUS];
 const volatile u32 node_first[SISU_MAX_LLCS];
 const volatile u32 node_width[SISU_MAX_LLCS];
+/*
+ * The kernel's imb_numa_nr as @llc's CPUs see it: how many tasks a node may
+ * run before a new one looks at the other nodes (see fork_node()).
+ */
+const volatile u32 llc_numa_imb[SISU_MAX_LLCS];
 
 const volatile u64 slice_ns = 3000000;
 const volatile bool stats_on = true;
@@ -132,6 +138,19 @@ struct {
 	__type(key, int);
 	__type(value, struct task_ctx);
 } task_ctxs SEC(".maps");
+
+/* Idle CPUs per LLC and per node, counted by fork_cpu() on its own CPU. */
+struct idle_counts {
+	u16 llc[SISU_MAX_LLCS];
+	u16 node[SISU_MAX_LLCS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct idle_counts);
+} idle_counts SEC(".maps");
 
 /* Each LLC's CPUs as a cpumask, built at init. */
 struct llc_mask {
@@ -826,12 +845,6 @@ __noinline bool node_crowded(u32 llc)
 }
 
 /*
- * An idle CPU to take work queued on @cpu, nearest first: the same LLC,
- * then the LLCs in order of distance. Claimed, so that wakeups do not also
- * pick it. A CPU across a node is woken only when no nearer one is idle,
- * which is also when its pull may take the work (pull_from_llc()).
- */
-/*
  * An idle CPU of the LLCs nearest to @llc (not @llc itself), no farther
  * than @max_span, claimed; or -1.
  */
@@ -856,6 +869,12 @@ static s32 pick_idle_nearest(u32 llc, u32 max_span)
 	return -1;
 }
 
+/*
+ * An idle CPU to take work queued on @cpu, nearest first: the same LLC,
+ * then the LLCs in order of distance. Claimed, so that wakeups do not also
+ * pick it. A CPU across a node is woken only when no nearer one is idle,
+ * which is also when its pull may take the work (pull_from_llc()).
+ */
 static s32 claim_idle_near(s32 cpu)
 {
 	u32 llc = llc_of(cpu), width = width_of(llc), i;
@@ -1137,15 +1156,117 @@ static void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const stru
 }
 
 /*
- * A new task that found no idle CPU in prev's LLC: the kernel places it on
- * the idlest CPU of the widest domain that balances on fork
- * (find_idlest_cpu()), which within a node is an idle one if there is
- * any. Waiting behind its parent, it would be pulled away soon anyway.
- * Returns it, or -1; global, like node_crowded().
+ * Where a new task starts. The kernel does not send a fork through
+ * select_idle_sibling(): find_idlest_cpu() walks down from the widest
+ * domain that balances on fork (none beyond node_reclaim_distance) and at
+ * each level takes the group with the most idle CPUs, the parent's own
+ * while it has as many (find_idlest_group()). So threads that start
+ * together spread over the LLCs, one per LLC first, instead of filling the
+ * parent's LLC, as STREAM's threads on a node of several LLCs show.
+ *
+ * Between nodes it keeps a new task near its parent's memory while the
+ * parent's node runs few tasks (allow_numa_imbalance()): it stays while
+ *
+ *	running + 1 <= imb_numa_nr  and  idlest's idle - home's idle <= 2
+ *
+ * with imb_numa_nr the LLCs of the first domain above the LLC (userspace
+ * works it out per LLC) and 2 the kernel's NUMA_IMBALANCE_MIN; the
+ * running tasks are the node's busy CPUs here.
+ */
+#define NUMA_IMBALANCE_MIN	2
+
+static u32 node_of(u32 llc)
+{
+	const volatile u32 *v = MEMBER_VPTR(llc_node, [llc]);
+
+	return v ? *v : 0;
+}
+
+static u32 idle_of(const u16 *counts, u32 i)
+{
+	return i < SISU_MAX_LLCS ? counts[i & (SISU_MAX_LLCS - 1)] : 0;
+}
+
+/* Counts the idle CPUs of every LLC and every node into @ic. */
+static void count_idle(struct idle_counts *ic)
+{
+	const struct cpumask *idle;
+	u32 i;
+
+	bpf_for(i, 0, nr_llcs) {
+		if (i >= SISU_MAX_LLCS)
+			break;
+		ic->llc[i] = 0;
+		ic->node[i] = 0;
+	}
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 0, nr_cpus) {
+		u32 llc, node;
+
+		if (!bpf_cpumask_test_cpu(i, idle))
+			continue;
+		llc = llc_of(i);
+		node = node_of(llc);
+		if (llc < SISU_MAX_LLCS)
+			ic->llc[llc & (SISU_MAX_LLCS - 1)]++;
+		if (node < SISU_MAX_LLCS)
+			ic->node[node & (SISU_MAX_LLCS - 1)]++;
+	}
+	scx_bpf_put_idle_cpumask(idle);
+}
+
+/* The node a task forked in @llc starts in (the rule above). */
+static u32 fork_node(u32 llc, const struct idle_counts *ic)
+{
+	u32 home = node_of(llc), best = home, k;
+	u32 home_idle = idle_of(ic->node, home), best_idle = home_idle;
+	const volatile u32 *width = MEMBER_VPTR(node_width, [home]);
+	const volatile u32 *imb = MEMBER_VPTR(llc_numa_imb, [llc]);
+
+	bpf_for(k, 1, nr_llcs) {
+		u32 other = llc_nearest(llc, k), node = node_of(other);
+		const volatile u8 *reach = MEMBER_VPTR(llc_affine, [llc][other]);
+
+		if (!reach || !*reach || idle_of(ic->node, node) <= best_idle)
+			continue;
+		best = node;
+		best_idle = idle_of(ic->node, node);
+	}
+	if (best == home || !width || !imb)
+		return home;
+	if (home_idle && *width - home_idle + 1 <= *imb &&
+	    best_idle - home_idle <= NUMA_IMBALANCE_MIN)
+		return home;
+	return best;
+}
+
+/*
+ * An idle CPU, claimed, in the LLC with the most idle CPUs of the node the
+ * task forked in @prev starts in (the nearest LLC on ties), or -1 when
+ * none is idle within reach. Global: the verifier walks its loops once.
  */
 __noinline s32 fork_cpu(s32 prev)
 {
-	return pick_idle_nearest(llc_of(prev), SISU_SPAN_NODE);
+	u32 zero = 0, llc = llc_of(prev), best = llc, most = 0, node, k;
+	struct idle_counts *ic = bpf_map_lookup_elem(&idle_counts, &zero);
+	const struct cpumask *mask;
+
+	if (!ic)
+		return -1;
+	count_idle(ic);
+	node = fork_node(llc, ic);
+	bpf_for(k, 0, nr_llcs) {
+		u32 other = llc_nearest(llc, k);
+
+		if (node_of(other) != node || idle_of(ic->llc, other) <= most)
+			continue;
+		best = other;
+		most = idle_of(ic->llc, other);
+	}
+	if (!most)
+		return -1;
+	mask = llc_cpumask(best);
+	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
 }
 
 s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -1153,21 +1274,18 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 	u32 pol = active_policy();
 	struct sisu_stats *st = stats_of(pol);
 	struct pick pk;
-	s32 target;
+	s32 target, cpu;
 
 	if (pol == SISU_POL_BUILTIN) {
 		pick_builtin(p, prev_cpu, wake_flags, &pk);
 		target = prev_cpu;
+	} else if ((wake_flags & SCX_WAKE_FORK) && p->nr_cpus_allowed >= nr_cpus &&
+		   (cpu = fork_cpu(prev_cpu)) >= 0) {
+		pick_idle(&pk, cpu, SISU_OUT_FORK);
+		target = prev_cpu;
 	} else {
 		target = wake_target(p, prev_cpu, wake_flags);
 		select_idle_sibling(p, prev_cpu, target, pol, &pk);
-		if (pk.outcome == SISU_OUT_BUSY && (wake_flags & SCX_WAKE_FORK) &&
-		    p->nr_cpus_allowed >= nr_cpus) {
-			s32 cpu = fork_cpu(prev_cpu);
-
-			if (cpu >= 0)
-				pick_idle(&pk, cpu, SISU_OUT_FORK);
-		}
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
 	if (pk.outcome != SISU_OUT_BUSY)

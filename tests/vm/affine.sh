@@ -3,7 +3,8 @@
 # With wake-affine targets, a waker that is alone on its CPU pulls its
 # wakee into its own LLC, as the kernel's wake_affine_idle() does, so the
 # pair ends up sharing an LLC; with --no-wake-affine every wakeup targets
-# prev, which stays idle between wakeups, and the pair stays split.
+# prev, which stays idle between wakeups, and the pair stays split. New
+# threads of a busy parent start in the idlest LLC, as fork balancing has it.
 # shape: 2x4
 . /tests/vm/lib.sh
 
@@ -75,6 +76,17 @@ w=$(json_field wakeups "$s")
 aff=$(json_field wake_affine "$s")
 log "hackbench: $aff of $w wakeups targeted the waker's CPU"
 check "hackbench wakeups were counted" [ "$w" -gt 1000 ]
+
+# New tasks start where the kernel's fork balancing puts them: two threads
+# forked from a busy parent go one to each LLC (filling the parent's LLC
+# first kept both beside it).
+$SCHED reset-stats >/dev/null
+r=$($SCHED streambench --threads 2 --runs 4 --elements 262144 --json | tail -n 1)
+llcs=$(json_field llcs_used "$r")
+forks=$(json_field wake_fork "$($SCHED stats --json)")
+log "STREAM's 2 threads ran in $llcs LLCs (mean over kernels); $forks fork(s) placed by fork balancing"
+check "two threads started together run in both LLCs" awk "BEGIN { exit !($llcs >= 1.9) }"
+check "their forks were placed by fork balancing" [ "$forks" -ge 2 ]
 
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]

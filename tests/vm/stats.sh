@@ -11,16 +11,18 @@ sleep 1
 
 log "low load: one busy loop, and a shell starting short commands"
 # A new task wakes up on its parent's CPU, which is busy running the
-# parent: every fork and exec takes the LLC scan.
+# parent. A task that may run everywhere starts on the idlest LLC as the
+# kernel's fork balancing puts it; one held off a CPU takes the wake path,
+# so each fork of this shell (kept off CPU 7) takes the LLC scan.
 sh -c 'while :; do :; done' &
 spin=$!
 sleep 1
 $SCHED reset-stats >/dev/null
-i=0
+taskset -c 0-6 sh -c 'i=0
 while [ $i -lt 400 ]; do
 	/bin/true
 	i=$((i + 1))
-done
+done'
 s=$($SCHED stats --json)
 kill $spin
 scans=$(json_field scans "$s")
