@@ -61,7 +61,7 @@ rates = {}
 for who, kernel, mbs in (l.split() for l in sys.stdin):
     rates.setdefault((who, kernel), []).append(float(mbs))
 print(f"{sys.argv[1]} threads, {sys.argv[2]} elements, {sys.argv[3]} rounds alternated; MB/s, mean +- stddev of the rounds")
-print(f"{\"kernel\":<7} {\"STREAM\":>18} {\"streambench\":>18} {\"ratio\":>6}")
+print("%-7s %18s %18s %6s" % ("kernel", "STREAM", "streambench", "ratio"))
 for k in ("Copy", "Scale", "Add", "Triad"):
     s, b = rates[("stream", k)], rates[("streambench", k)]
     sd = lambda v: statistics.stdev(v) if len(v) > 1 else 0.0
