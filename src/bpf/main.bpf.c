@@ -9,13 +9,14 @@
  * limits; a new task instead starts in the idlest LLC near its parent, as
  * the kernel's fork balancing puts it. A CPU found idle gets the task
  * directly; otherwise the task waits in the target CPU's own queue,
- * ordered by weighted virtual time, like on a runqueue. A CPU that runs out of work pulls from the busiest queue of
- * its LLC, then of the LLCs nearest to it: its node's, its package's, then
- * other nodes' by NUMA distance (newidle balancing, walking up the sched
- * domains), and a busy CPU's tick wakes an idle CPU when work waits (nohz
- * idle balancing). Across nodes it takes only work that the source node
- * has no CPU for, and periodic balancing looks farther less often,
- * as the kernel's domains grow their intervals and margins with distance.
+ * ordered by weighted virtual time, like on a runqueue. A CPU that runs
+ * out of work pulls from the busiest queue of its LLC, then of the LLCs
+ * nearest to it: its node's, its package's, then other nodes' by NUMA
+ * distance (newidle balancing, walking up the sched domains), and a busy
+ * CPU's tick wakes an idle CPU when work waits (nohz idle balancing).
+ * Across nodes it takes only work that the source node has no CPU for,
+ * and periodic balancing looks farther less often, as the kernel's domains
+ * grow their intervals and margins with distance.
  *
  * SIS_UTIL's depth comes from userspace: BPF accounts each CPU's busy
  * time, userspace turns it into a PELT-like utilisation, sums it per LLC
