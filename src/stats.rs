@@ -266,7 +266,7 @@ pub struct Metrics {
     pub wake_scan: u64,
     #[stat(desc = "... queued on the busy target: nothing idle found")]
     pub wake_busy: u64,
-    #[stat(desc = "... a new task, on an idle CPU elsewhere in prev's node")]
+    #[stat(desc = "... a new task, on the idlest LLC near its parent (fork balancing)")]
     pub wake_fork: u64,
     #[stat(desc = "Wakeups placed in another LLC than prev's")]
     pub wake_moved_llc: u64,
