@@ -19,14 +19,7 @@ pub fn fetch() -> Result<Metrics> {
 
 /// Prints the metrics of the running instance once.
 pub fn print_once(json: bool) -> Result<()> {
-    let m = fetch()?;
-    let mut out = std::io::stdout().lock();
-    if json {
-        writeln!(out, "{}", serde_json::to_string(&m)?)?;
-    } else {
-        m.format(&mut out)?;
-    }
-    Ok(())
+    print(&fetch()?, json)
 }
 
 /// Prints the metrics of the running instance every `intv` until
@@ -36,15 +29,19 @@ pub fn monitor(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<
         &[],
         intv,
         || shutdown.load(Ordering::Relaxed),
-        |m| {
-            let mut out = std::io::stdout().lock();
-            if json {
-                writeln!(out, "{}", serde_json::to_string(&m)?)?;
-            } else {
-                m.format(&mut out)?;
-            }
-            out.flush()?;
-            Ok(())
-        },
+        |m| print(&m, json),
     )
+}
+
+/// One record on stdout, as the tables or as one JSON line, flushed so
+/// that a reader at the other end of a pipe sees it at once.
+fn print(m: &Metrics, json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(m)?)?;
+    } else {
+        m.format(&mut out)?;
+    }
+    out.flush()?;
+    Ok(())
 }
