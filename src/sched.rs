@@ -26,7 +26,7 @@ use crate::policy::{self, Policy};
 use crate::server::{Reply, Request, Server};
 use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics};
 use crate::sysfs;
-use crate::topology::{self, Layout};
+use crate::topology::{self, Layout, Span};
 use crate::utilisation::{self, Tracker};
 
 /// The longest a stats or control request waits for the loop to wake.
@@ -159,7 +159,11 @@ impl<'a> Scheduler<'a> {
         // often not running, and the wakee waited milliseconds on an idle
         // CPU (docs/performance.md). Wakeups that this lets skip select_cpu
         // are placed in enqueue.
-        skel.struct_ops.sisutil_ops_mut().flags = *compat::SCX_OPS_ALLOW_QUEUED_WAKEUP;
+        // ENQ_LAST: a task the tick preempts to move it to another node
+        // (spread() in main.bpf.c) reaches enqueue even when nothing else
+        // would run on its CPU, instead of being kept there.
+        skel.struct_ops.sisutil_ops_mut().flags =
+            *compat::SCX_OPS_ALLOW_QUEUED_WAKEUP | *compat::SCX_OPS_ENQ_LAST;
         publish_topology(&mut skel, &layout, s)?;
         if s.verbose {
             op_time::log_verifier_stats(skel.open_object_mut());
@@ -468,7 +472,18 @@ fn publish_topology(
     let (llc_node, node_cpus, node_first) = l.flat_node_cpus();
     for (i, &node) in llc_node.iter().enumerate() {
         rodata.llc_node[i] = node as u32;
-        rodata.llc_numa_imb[i] = l.numa_imbalance(i) as u32;
+        for span in [Span::Llc, Span::Node, Span::Package, Span::Remote] {
+            rodata.llc_numa_imb[i][span.bpf() as usize] = l.numa_imbalance_at(i, span) as u32;
+        }
+    }
+    let (node_pkg, pkg_width) = l.node_packages();
+    rodata.nr_nodes = node_pkg.len() as u32;
+    rodata.nr_pkgs = pkg_width.len() as u32;
+    for (node, &pkg) in node_pkg.iter().enumerate() {
+        rodata.node_pkg[node] = pkg as u32;
+    }
+    for (pkg, &width) in pkg_width.iter().enumerate() {
+        rodata.pkg_width[pkg] = width as u32;
     }
     for (i, &cpu) in node_cpus.iter().enumerate() {
         rodata.node_cpus[i] = cpu as i32;

@@ -282,6 +282,8 @@ pub struct Metrics {
     // LLC here; there that is the same as another node and package.
     #[stat(desc = "... from other packages and nodes")]
     pub pull_remote: u64,
+    #[stat(desc = "... of which running, moved to even out idle CPUs between nodes")]
+    pub pull_running: u64,
     #[stat(desc = "Tasks run out of turn after waiting 1 s (starvation guard)")]
     pub rescued: u64,
     #[stat(desc = "Tasks preempted inside an RCU read-side section, queued as nice 0 would be")]
@@ -386,6 +388,7 @@ impl Metrics {
             pull_node: span(&s.pull, &[SPAN_NODE]),
             pull_package: span(&s.pull, &[SPAN_PACKAGE]),
             pull_remote: span(&s.pull, &[SPAN_REMOTE]),
+            pull_running: s.pushed,
             rescued: s.rescued,
             rcu_readers: s.rcu_readers,
             scans: s.scans,

@@ -27,7 +27,7 @@ impl Metrics {
         let pct = |n: u64| 100.0 * ratio(n, self.wakeups);
         writeln!(
             w,
-            "wakeups {} ({:.0}/s, affine {:.1}%, queued {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% fork {:.1}% | moved llc {} node {} | pulls llc {} node {} package {} remote {} | rescued {} rcu-readers {}",
+            "wakeups {} ({:.0}/s, affine {:.1}%, queued {:.1}%): target {:.1}% prev {:.1}% recent {:.1}% smt {:.1}% scan {:.1}% busy {:.1}% fork {:.1}% | moved llc {} node {} | pulls llc {} node {} package {} remote {} (running {}) | rescued {} rcu-readers {}",
             self.wakeups,
             ratio(self.wakeups, 1) / self.elapsed_s.max(1e-9),
             pct(self.wake_affine),
@@ -45,6 +45,7 @@ impl Metrics {
             self.pull_node,
             self.pull_package,
             self.pull_remote,
+            self.pull_running,
             self.rescued,
             self.rcu_readers
         )?;

@@ -210,6 +210,61 @@ impl Layout {
         }
     }
 
+    /// The kernel's imb_numa_nr of the domain of @a's CPUs that first
+    /// spans @span. A level above the first domain over the LLC allows
+    /// that domain's count times how many spans of the first NUMA domain
+    /// above it fit in the level (build_sched_domains()): the allowance
+    /// grows with the level's width, so that each first-NUMA-domain's
+    /// worth of CPUs may hold numa_imbalance() extra tasks.
+    pub fn numa_imbalance_at(&self, a: usize, span: Span) -> usize {
+        let others = || (0..self.llcs.len()).filter(move |&b| b != a);
+        let base = self.numa_imbalance(a);
+        let Some(first) = others().map(|b| self.span(a, b)).min() else {
+            return base;
+        };
+        if span <= first {
+            return base;
+        }
+        let width = |level: Span| -> usize {
+            (0..self.llcs.len())
+                .filter(|&b| self.span(a, b) <= level)
+                .map(|b| self.llcs[b].cpus.len())
+                .sum()
+        };
+        // The first NUMA domain strictly above the first one, or that one.
+        let numa = others()
+            .map(|b| self.span(a, b))
+            .filter(|&s| s > first && s >= Span::Package)
+            .min()
+            .unwrap_or(first);
+        base * (width(span) / width(numa)).max(1)
+    }
+
+    /// Each node's dense package index, and each package's CPU count. A
+    /// node's package is that of its first LLC.
+    pub fn node_packages(&self) -> (Vec<usize>, Vec<usize>) {
+        let nodes = self.node_ids();
+        let mut packages: Vec<usize> = self.llcs.iter().map(|l| l.package).collect();
+        packages.sort_unstable();
+        packages.dedup();
+        let dense = |pkg: usize| packages.iter().position(|&p| p == pkg).unwrap_or(0);
+        let node_pkg = nodes
+            .iter()
+            .map(|&n| {
+                self.llcs
+                    .iter()
+                    .find(|l| l.node == n)
+                    .map_or(0, |l| dense(l.package))
+            })
+            .collect::<Vec<_>>();
+        let mut width = vec![0; packages.len()];
+        for l in &self.llcs {
+            let node = nodes.iter().position(|&n| n == l.node).unwrap_or(0);
+            width[node_pkg[node]] += l.cpus.len();
+        }
+        (node_pkg, width)
+    }
+
     fn count_distinct(&self, key: impl Fn(&Llc) -> usize) -> usize {
         let mut ids: Vec<usize> = self.llcs.iter().map(key).collect();
         ids.sort_unstable();
@@ -518,6 +573,35 @@ mod tests {
         let one = vec![llc(0, vec![0, 1], 0, 0)];
         let l = Layout::from_parts(one, BTreeMap::new(), BTreeMap::new()).unwrap();
         assert_eq!(l.numa_imbalance(0), 1);
+    }
+
+    #[test]
+    fn numa_imbalance_grows_with_the_level() {
+        // NPS2: the node's 2 LLCs, within the package and twice that
+        // across (the first NUMA domain is the package of 8 CPUs).
+        let l = nps2();
+        assert_eq!(l.numa_imbalance_at(0, Span::Node), 2);
+        assert_eq!(l.numa_imbalance_at(0, Span::Package), 2);
+        assert_eq!(l.numa_imbalance_at(0, Span::Remote), 4);
+        // A node per socket (NPS1): the node's LLCs at every level.
+        let llcs = (0..8)
+            .map(|i| llc(i, vec![2 * i, 2 * i + 1], i / 4, i / 4))
+            .collect();
+        let l = Layout::from_parts(llcs, BTreeMap::new(), BTreeMap::new()).unwrap();
+        assert_eq!(l.numa_imbalance_at(5, Span::Remote), 4);
+        // An LLC per node, four to a package (NPS4): the package's LLCs,
+        // and the same across, where the first NUMA domain spans all.
+        let llcs = (0..8).map(|i| llc(i, vec![i], i, i / 4)).collect();
+        let l = Layout::from_parts(llcs, BTreeMap::new(), BTreeMap::new()).unwrap();
+        assert_eq!(l.numa_imbalance_at(0, Span::Package), 4);
+        assert_eq!(l.numa_imbalance_at(0, Span::Remote), 4);
+    }
+
+    #[test]
+    fn nodes_know_their_packages() {
+        let (node_pkg, width) = nps2().node_packages();
+        assert_eq!(node_pkg, vec![0, 0, 1, 1]);
+        assert_eq!(width, vec![8, 8]);
     }
 
     #[test]

@@ -162,6 +162,7 @@ pub fn span_table(r: &Results, section: &str) -> Option<String> {
         "pull node",
         "pull package",
         "pull remote",
+        "of them running",
     ]
     .map(String::from)
     .to_vec()];
@@ -181,6 +182,7 @@ pub fn span_table(r: &Results, section: &str) -> Option<String> {
                 f(&|m| m.pull_node as f64),
                 f(&|m| m.pull_package as f64),
                 f(&|m| m.pull_remote as f64),
+                f(&|m| m.pull_running as f64),
             ]);
         }
     }

@@ -102,7 +102,9 @@ struct sisu_cpu_ctx {
 	u64 rescue_at;		/* last look for starving tasks */
 	u64 balance_at;		/* last comparison with the other queues */
 	u32 balance_round;	/* comparisons made: farther spans every few */
-	u32 pad;
+	s32 push_pid;		/* the running task to move across nodes (spread()) */
+	u32 push_llc;		/* ... to an idle CPU of this LLC */
+	u64 push_at;		/* ... asked at this time (ns): a mark a tick old is stale */
 
 	/* SIS_PROP state, as the kernel kept it in struct rq / sched_domain. */
 	u64 idle_stamp;		/* when the CPU went idle, 0 if busy */
@@ -121,7 +123,8 @@ struct sisu_stats {
 	u64 queued_wakeups;		/* ... in enqueue: select_cpu was skipped */
 	u64 affine;			/* ... whose target was the waker's CPU */
 	u64 outcome[SISU_NR_OUTCOMES];
-	u64 pull[SISU_NR_SPANS];	/* tasks taken from another queue, by span */
+	u64 pull[SISU_NR_SPANS];	/* tasks taken from another CPU, by span */
+	u64 pushed;			/* ... of which running, moved to an idler node */
 	u64 moved[SISU_NR_SPANS];	/* wakeups placed this far from prev */
 	u64 rescued;			/* tasks run out of turn after waiting 1 s */
 	u64 rcu_readers;		/* readers queued as nice 0 (enqueue) */

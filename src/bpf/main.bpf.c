@@ -61,10 +61,16 @@ const volatile s32 node_cpus[SISU_MAX_CPUS];
 const volatile u32 node_first[SISU_MAX_LLCS];
 const volatile u32 node_width[SISU_MAX_LLCS];
 /*
- * The kernel's imb_numa_nr as @llc's CPUs see it: how many tasks a node may
- * run before a new one looks at the other nodes (see fork_node()).
+ * The kernel's imb_numa_nr of the domain of @llc's CPUs at each span: how
+ * many tasks a node may run while another stands idle (see fork_node() and
+ * spread()).
  */
-const volatile u32 llc_numa_imb[SISU_MAX_LLCS];
+const volatile u32 llc_numa_imb[SISU_MAX_LLCS][SISU_NR_SPANS];
+/* Each node's package (dense indices), and each package's CPUs. */
+const volatile u32 nr_nodes = 1;
+const volatile u32 nr_pkgs = 1;
+const volatile u32 node_pkg[SISU_MAX_LLCS];
+const volatile u32 pkg_width[SISU_MAX_LLCS];
 
 const volatile u64 slice_ns = 3000000;
 const volatile bool stats_on = true;
@@ -140,10 +146,16 @@ struct {
 	__type(value, struct task_ctx);
 } task_ctxs SEC(".maps");
 
-/* Idle CPUs per LLC and per node, counted by fork_cpu() on its own CPU. */
+/*
+ * Idle CPUs per LLC and per node, counted by fork_cpu() and spread() on
+ * their own CPU; spread() also counts tasks per node, and both per package.
+ */
 struct idle_counts {
 	u16 llc[SISU_MAX_LLCS];
 	u16 node[SISU_MAX_LLCS];
+	u16 node_tasks[SISU_MAX_LLCS];
+	u16 pkg[SISU_MAX_LLCS];
+	u16 pkg_tasks[SISU_MAX_LLCS];
 };
 
 struct {
@@ -1219,10 +1231,10 @@ static void count_idle(struct idle_counts *ic)
 /* The node a task forked in @llc starts in (the rule above). */
 static u32 fork_node(u32 llc, const struct idle_counts *ic)
 {
-	u32 home = node_of(llc), best = home, k;
+	u32 home = node_of(llc), best = home, span = SISU_SPAN_LLC, k;
 	u32 home_idle = idle_of(ic->node, home), best_idle = home_idle;
 	const volatile u32 *width = MEMBER_VPTR(node_width, [home]);
-	const volatile u32 *imb = MEMBER_VPTR(llc_numa_imb, [llc]);
+	const volatile u32 *imb;
 
 	bpf_for(k, 1, nr_llcs) {
 		u32 other = llc_nearest(llc, k), node = node_of(other);
@@ -1232,7 +1244,9 @@ static u32 fork_node(u32 llc, const struct idle_counts *ic)
 			continue;
 		best = node;
 		best_idle = idle_of(ic->node, node);
+		span = span_of(llc, other);
 	}
+	imb = MEMBER_VPTR(llc_numa_imb, [llc][span]);
 	if (best == home || !width || !imb)
 		return home;
 	if (home_idle && *width - home_idle + 1 <= *imb &&
@@ -1439,6 +1453,45 @@ static bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 	return true;
 }
 
+/* How long a mark set by spread() stays good: about a tick. */
+#define PUSH_STALE_NS	(10ULL * 1000 * 1000)
+
+/* Whether @p, running on @cpu, was marked to move by spread(). */
+static bool push_marked(const struct task_struct *p, s32 cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+
+	return c && c->push_pid == p->pid && bpf_ktime_get_ns() - c->push_at < PUSH_STALE_NS;
+}
+
+/*
+ * @p was preempted to move to another node (spread()): an idle CPU of the
+ * LLC spread() chose takes it, as the kernel's active balance stops the
+ * busiest CPU and moves its task to the balancing one. Returns whether @p
+ * went; when the LLC has no idle CPU left, @p stays.
+ */
+static bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	const struct cpumask *mask;
+	struct sisu_stats *st;
+	s32 to;
+
+	if ((enq_flags & SCX_ENQ_WAKEUP) || !c || !push_marked(p, cpu))
+		return false;
+	c->push_pid = 0;
+	mask = llc_cpumask(c->push_llc);
+	to = mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
+	if (to < 0)
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | to, task_slice(p), enq_flags);
+	count_pull(span_of(c->push_llc, llc_of(cpu)));
+	st = stats_of(active_policy());
+	if (st)
+		st->pushed++;
+	return true;
+}
+
 /*
  * A task that did not go straight to an idle CPU (a wakeup that found
  * none, a preempted task, a task whose slice ran out) waits in its CPU's
@@ -1451,8 +1504,16 @@ void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 vtime, slice;
 	u32 *m;
 
-	if (place_queued_wakeup(p, cpu, enq_flags))
+	if (place_queued_wakeup(p, cpu, enq_flags) || push_running(p, cpu, enq_flags))
 		return;
+	/*
+	 * Nothing else to run here (SCX_OPS_ENQ_LAST, set for push_running()):
+	 * @p goes on, as the kernel would keep it.
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), enq_flags);
+		return;
+	}
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	vtime = bound_credit(rebase(p, cpu), cpu);
 	slice = task_slice(p);
@@ -1605,6 +1666,242 @@ __noinline bool balance(s32 cpu, s32 own)
 }
 
 /*
+ * Balancing between nodes that have CPUs to spare. Tasks that run without
+ * sleeping never pass through a queue, so the pulls above never see them:
+ * a node keeps every thread forked in it, however many CPUs stand idle in
+ * the next one. The kernel evens such nodes out in its periodic balancing
+ * (calculate_imbalance(), both groups with spare capacity): a group with
+ * idle CPUs takes half the difference in idle CPUs from the busiest group
+ * of its domain,
+ *
+ *	imbalance = (idle - busiest's idle) / 2	  when that difference is 2 or more
+ *
+ * except that the NUMA domains leave a difference of NUMA_IMBALANCE_MIN
+ * alone while the idler group runs fewer than imb_numa_nr tasks
+ * (adjust_numa_imbalance()), so that a pair of communicating tasks keeps
+ * its memory. A running task cannot be detached, so after its attempts
+ * fail cache_nice_tries + 2 times in a row (2 + 2 at NUMA levels) the
+ * kernel stops the busiest CPU and moves its task (active balance).
+ *
+ * Here the groups are, as in the kernel's domains, the nodes of a package
+ * and then the packages. Each group's level is looked at once per its
+ * domain's balance interval (its width in ms, sd->min_interval) by a busy
+ * CPU's tick, which moves its own task when its group is the busiest and
+ * the rule has held SPREAD_TRIES times: the tick marks the task, and its
+ * enqueue sends it to an idle CPU of the idlest group's idlest LLC. Queued
+ * work and overloaded nodes are left to the pulls. Within a node nothing
+ * moves a running task: the kernel would, between LLCs, after 3 failures;
+ * forks and wakeups spread over the node's LLCs already.
+ */
+#define SPREAD_TRIES	4
+#define NSEC_PER_MSEC	1000000ULL
+
+/* A level's last look and its failed attempts (sd->nr_balance_failed). */
+struct spread_state {
+	u64 at;
+	u32 failed;
+	u32 pad;
+};
+/* The level of a package's nodes, per node; the level of packages, per package. */
+struct spread_state node_spread[SISU_MAX_LLCS];
+struct spread_state pkg_spread[SISU_MAX_LLCS];
+
+static u32 pkg_of(u32 node)
+{
+	const volatile u32 *v = MEMBER_VPTR(node_pkg, [node]);
+
+	return v ? *v : 0;
+}
+
+/* Whether @st is due (every @width ms), claimed for this CPU if so. */
+static bool spread_due(struct spread_state *st, u32 width, u64 now)
+{
+	u64 at = st->at;
+
+	if (now - at < width * NSEC_PER_MSEC)
+		return false;
+	return __sync_val_compare_and_swap(&st->at, at, now) == at;
+}
+
+/* How many CPUs llc_cpus lists. */
+static u32 cpus_listed(void)
+{
+	u32 last = nr_llcs - 1;
+	const volatile u32 *first = MEMBER_VPTR(llc_first, [last]);
+
+	return first ? *first + width_of(last) : 0;
+}
+
+/*
+ * Counts every LLC's, node's and package's idle CPUs and tasks into @ic.
+ * A CPU is idle here when it runs and queues nothing, as the kernel's
+ * idle_cpu() says, not when the idle mask says so: a CPU claimed for a
+ * task on its way, or woken to look at a queue it cannot take from, is
+ * out of the mask for a moment, and would make a node look busier than
+ * its tasks do.
+ */
+static void count_load(struct idle_counts *ic)
+{
+	u32 i;
+
+	bpf_for(i, 0, nr_llcs) {
+		if (i >= SISU_MAX_LLCS)
+			break;
+		ic->llc[i] = 0;
+		ic->node[i] = 0;
+		ic->node_tasks[i] = 0;
+		ic->pkg[i] = 0;
+		ic->pkg_tasks[i] = 0;
+	}
+	/* Every CPU of the topology: LLC after LLC, as llc_cpus lists them. */
+	bpf_for(i, 0, nr_cpus) {
+		const volatile s32 *cpu = MEMBER_VPTR(llc_cpus, [i]);
+		u32 llc, node, n;
+
+		if (!cpu || i >= cpus_listed())
+			break;
+		llc = llc_of(*cpu);
+		node = node_of(llc);
+		n = nr_running(*cpu, false);
+		if (llc >= SISU_MAX_LLCS || node >= SISU_MAX_LLCS)
+			break;
+		ic->node_tasks[node & (SISU_MAX_LLCS - 1)] += n;
+		if (!n) {
+			ic->llc[llc & (SISU_MAX_LLCS - 1)]++;
+			ic->node[node & (SISU_MAX_LLCS - 1)]++;
+		}
+	}
+	bpf_for(i, 0, nr_nodes) {
+		u32 pkg = pkg_of(i);
+
+		if (i >= SISU_MAX_LLCS || pkg >= SISU_MAX_LLCS)
+			break;
+		ic->pkg[pkg & (SISU_MAX_LLCS - 1)] += ic->node[i & (SISU_MAX_LLCS - 1)];
+		ic->pkg_tasks[pkg & (SISU_MAX_LLCS - 1)] += ic->node_tasks[i & (SISU_MAX_LLCS - 1)];
+	}
+}
+
+/*
+ * Whether a group with @idle idle CPUs running @tasks should take a task
+ * from the busiest group, with @busy_idle and @busy_tasks (the rule above).
+ */
+static bool spare_imbalance(u32 busy_idle, u32 busy_tasks, u32 idle, u32 tasks, u32 imb)
+{
+	if (busy_tasks <= 1 || idle <= busy_idle + 1)
+		return false;
+	return tasks + 1 > imb || idle - busy_idle > NUMA_IMBALANCE_MIN;
+}
+
+/* The node or package (@pkgs) with the most idle CPUs other than @self, or -1. */
+static s32 idlest_group(const struct idle_counts *ic, u32 self, bool pkgs, u32 *fewest)
+{
+	u32 n = pkgs ? nr_pkgs : nr_nodes, i, most = 0;
+	const u16 *idle = pkgs ? ic->pkg : ic->node;
+	s32 best = -1;
+
+	*fewest = idle_of(idle, self);
+	bpf_for(i, 0, n) {
+		if (i == self || (!pkgs && pkg_of(i) != pkg_of(self)))
+			continue;
+		if (idle_of(idle, i) < *fewest)
+			*fewest = idle_of(idle, i);
+		if (best < 0 || idle_of(idle, i) > most) {
+			best = i;
+			most = idle_of(idle, i);
+		}
+	}
+	return best;
+}
+
+/*
+ * One level's look from @cpu's group (its node, or with @pkgs its
+ * package): the node to move @cpu's task to, or -1.
+ */
+static s32 spread_level(struct spread_state *st, const struct idle_counts *ic, s32 cpu, bool pkgs)
+{
+	u32 llc = llc_of(cpu), node = node_of(llc), self = pkgs ? pkg_of(node) : node;
+	const u16 *idle = pkgs ? ic->pkg : ic->node, *tasks = pkgs ? ic->pkg_tasks : ic->node_tasks;
+	const volatile u32 *width = pkgs ? MEMBER_VPTR(pkg_width, [self]) : MEMBER_VPTR(node_width, [self]);
+	const volatile u32 *imb = MEMBER_VPTR(llc_numa_imb,
+					      [llc][pkgs ? SISU_SPAN_REMOTE : SISU_SPAN_PACKAGE]);
+	u32 fewest, i, most = 0;
+	s32 to = idlest_group(ic, self, pkgs, &fewest);
+
+	/* Not the busiest group, overloaded, or balanced: the attempt did not fail. */
+	if (to < 0 || !width || !imb || fewest < idle_of(idle, self) ||
+	    idle_of(tasks, self) > *width ||
+	    !spare_imbalance(idle_of(idle, self), idle_of(tasks, self), idle_of(idle, to),
+			     idle_of(tasks, to), *imb)) {
+		st->failed = 0;
+		return -1;
+	}
+	if (++st->failed <= SPREAD_TRIES)
+		return -1;
+	/* As the kernel leaves it after an active balance: two more tries. */
+	st->failed = SPREAD_TRIES - 1;
+	if (!pkgs)
+		return to;
+	/* The idlest node of the idlest package. */
+	node = 0;
+	bpf_for(i, 0, nr_nodes) {
+		if (pkg_of(i) == to && idle_of(ic->node, i) > most) {
+			node = i;
+			most = idle_of(ic->node, i);
+		}
+	}
+	return most ? node : -1;
+}
+
+/* The LLC of @node with the most idle CPUs, or -1. */
+static s32 idlest_llc(const struct idle_counts *ic, u32 node)
+{
+	u32 k, most = 0;
+	s32 best = -1;
+
+	bpf_for(k, 0, nr_llcs) {
+		if (node_of(k) == node && idle_of(ic->llc, k) > most) {
+			best = k;
+			most = idle_of(ic->llc, k);
+		}
+	}
+	return best;
+}
+
+/*
+ * The LLC to move the task running on @cpu to, or -1, looking at the
+ * levels above @cpu's node when they are due. Global: the verifier walks
+ * its loops once.
+ */
+__noinline s32 spread(s32 cpu)
+{
+	u32 zero = 0, node = node_of(llc_of(cpu)), pkg = pkg_of(node);
+	struct spread_state *ns = MEMBER_VPTR(node_spread, [node]);
+	struct spread_state *ps = MEMBER_VPTR(pkg_spread, [pkg]);
+	const volatile u32 *nw = MEMBER_VPTR(node_width, [node]);
+	const volatile u32 *pw = MEMBER_VPTR(pkg_width, [pkg]);
+	u64 now = bpf_ktime_get_ns();
+	struct idle_counts *ic;
+	bool in_pkg, across;
+	s32 to = -1;
+
+	if (!ns || !ps || !nw || !pw)
+		return -1;
+	in_pkg = *pw > *nw && spread_due(ns, *pw, now);
+	across = nr_pkgs > 1 && spread_due(ps, nr_cpus, now);
+	if (!in_pkg && !across)
+		return -1;
+	ic = bpf_map_lookup_elem(&idle_counts, &zero);
+	if (!ic)
+		return -1;
+	count_load(ic);
+	if (in_pkg)
+		to = spread_level(ns, ic, cpu, false);
+	if (to < 0 && across)
+		to = spread_level(ps, ic, cpu, true);
+	return to < 0 ? -1 : idlest_llc(ic, to);
+}
+
+/*
  * The CPU is about to go idle, its pull having found nothing: where the
  * kernel's newidle balance stamps the start of the idle period that
  * SIS_PROP averages, and where its idle entry sets the idle-core hint once
@@ -1666,7 +1963,8 @@ static void idle_exit(struct sisu_cpu_ctx *c, u64 now)
  */
 void BPF_STRUCT_OPS(sisu_dispatch, s32 cpu, struct task_struct *prev)
 {
-	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED);
+	/* A task leaving for another node (spread()) does not keep the CPU. */
+	bool busy = prev && (prev->scx.flags & SCX_TASK_QUEUED) && !push_marked(prev, cpu);
 	s32 own = queue_len(cpu);
 	u32 *m = MEMBER_VPTR(may_queue, [cpu]);
 
@@ -1729,15 +2027,36 @@ static void account_busy(struct sisu_cpu_ctx *c, u64 now)
 	c->acct_from = now;
 }
 
-/* Long-running tasks are charged at every tick, so userspace sees them. */
+/*
+ * Long-running tasks are charged at every tick, so userspace sees them.
+ * The tick is also where a busy CPU looks at the other nodes (spread()),
+ * as the kernel's tick starts its periodic balancing; a task marked to
+ * move is preempted, and its enqueue moves it.
+ */
 void BPF_STRUCT_OPS(sisu_tick, struct task_struct *p)
 {
-	s32 cpu = bpf_get_smp_processor_id();
+	s32 cpu = bpf_get_smp_processor_id(), llc;
 	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	u64 now = bpf_ktime_get_ns();
 
-	if (c)
-		account_busy(c, bpf_ktime_get_ns());
+	if (!c)
+		return;
+	account_busy(c, now);
 	kick_idle_for_queue(cpu);
+	/*
+	 * Not p->migration_disabled, which BPF's own prologue raises for the
+	 * current task: a task that may not migrate never reaches enqueue
+	 * (SCX_OPS_ENQ_MIGRATION_DISABLED is off), and its mark expires.
+	 */
+	if (nr_nodes < 2 || p->nr_cpus_allowed < nr_cpus)
+		return;
+	llc = spread(cpu);
+	if (llc < 0)
+		return;
+	c->push_pid = p->pid;
+	c->push_llc = llc;
+	c->push_at = now;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 }
 
 void BPF_STRUCT_OPS(sisu_stopping, struct task_struct *p, bool runnable)

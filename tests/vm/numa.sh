@@ -1,7 +1,8 @@
 # Two sockets of two LLCs of two cores, a NUMA node per socket (distance
 # 32, beyond node_reclaim_distance): LLC i holds CPUs 2i and 2i+1, node n
 # CPUs 4n..4n+3. The scheduler must read the shape the guest has, keep
-# queued work inside its node when the node has idle CPUs, take wakees
+# queued work inside its node when the node has idle CPUs, even out
+# running work between nodes as the kernel does, take wakees
 # across LLCs of a node but not across the far socket (the kernel's
 # SD_WAKE_AFFINE), and count pulls and wakeups by distance.
 # shape: 2s2l2c
@@ -71,13 +72,72 @@ log "samples that found a spinner in the other node: $strays of 120"
 spread() { for p in "$@"; do cpu $p; done | sort -u | wc -l; }
 log "CPUs each group ran on at the end: $(spread $A) and $(spread $B)"
 s=$($SCHED stats --json)
-log "pulls: llc $(json_field pull_llc "$s") node $(json_field pull_node "$s") package $(json_field pull_package "$s") remote $(json_field pull_remote "$s")"
+log "pulls: llc $(json_field pull_llc "$s") node $(json_field pull_node "$s") package $(json_field pull_package "$s") remote $(json_field pull_remote "$s") (running $(json_field pull_running "$s"))"
 check "the waiting spinners were pulled within their nodes" [ "$(json_field pull_node "$s")" -ge 2 ]
 # Other tasks may still cross, when a node is overloaded for a moment.
 check "more pulls stayed in a node than left it" \
 	[ "$(json_field pull_node "$s")" -gt "$(json_field pull_remote "$s")" ]
 kill $A $B
 wait $A $B 2>/dev/null
+taskset -p ff $$ >/dev/null
+
+# --- running work spreads to an idle node ---------------------------------
+# Spinners never sleep, so no queue ever holds them and no pull sees them:
+# started in node 0 and then let go, they stay there unless balancing
+# moves running tasks, as the kernel's does between nodes with CPUs to
+# spare. By its rule three spinners lose one to node 1 (3 idle CPUs
+# against none is an imbalance of 3), and then no more: 2 to 1, like 2
+# to 0, is within what adjust_numa_imbalance() allows a node running
+# fewer than imb_numa_nr tasks (2 here: a node's two LLCs), and so two
+# spinners stay together. This shell and what it starts stay in node 1
+# meanwhile, and three spinners leave node 0 a CPU: it would take two
+# extra tasks at once there to overload it, when a pull could take a
+# waiting spinner across instead.
+# spinners N: N spinners started in node 0 and then free; their pids in S.
+spinners() {
+	S=
+	for i in $(seq $1); do
+		taskset -c 0-3 sh -c 'while :; do :; done' &
+		S="$S $!"
+	done
+	sleep 0.5
+	for p in $S; do taskset -p ff $p >/dev/null; done
+}
+# in_node1: of 10 samples 0.2 s apart after 2 s, the spinners found in
+# node 1, one count per sample.
+in_node1() {
+	sleep 2
+	files=$(for p in $S; do printf '/proc/%s/stat ' $p; done)
+	for i in $(seq 10); do
+		sleep 0.2
+		awk '$39 >= 4 { n++ } END { printf "%d ", n }' $files
+	done
+}
+
+taskset -p -c 7 $$ >/dev/null
+$SCHED reset-stats >/dev/null
+spinners 3
+counts=$(in_node1)
+s=$($SCHED stats --json)
+log "three spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s") (remote pulls $(json_field pull_remote "$s"))"
+check "three spinners started in node 0: one moves to node 1, and stays" \
+	[ "$(echo $counts | tr ' ' '\n' | grep -c '^1$')" -ge 8 ]
+r=$(json_field pull_running "$s")
+check "the move was counted (1 to 3 running tasks), as a remote pull too" \
+	[ "$r" -ge 1 -a "$r" -le 3 -a "$(json_field pull_remote "$s")" -ge "$r" ]
+check "the text report shows them" says "$($SCHED stats)" 'remote [0-9]+ \(running [1-9][0-9]*\)'
+kill $S
+wait $S 2>/dev/null
+
+$SCHED reset-stats >/dev/null
+spinners 2
+counts=$(in_node1)
+s=$($SCHED stats --json)
+log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s")"
+check "two spinners stay together in node 0 (the imbalance the kernel allows)" \
+	[ "$(echo $counts | tr ' ' '\n' | grep -c '^0$')" -ge 9 ]
+kill $S
+wait $S 2>/dev/null
 taskset -p ff $$ >/dev/null
 
 # --- wake-affine follows distance -------------------------------------------
