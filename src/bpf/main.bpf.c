@@ -14,9 +14,11 @@
  * nearest to it: its node's, its package's, then other nodes' by NUMA
  * distance (newidle balancing, walking up the sched domains), and a busy
  * CPU's tick wakes an idle CPU when work waits (nohz idle balancing).
- * Across nodes it takes only work that the source node has no CPU for,
+ * Across nodes it takes queued work only from a node with no CPU for it,
  * and periodic balancing looks farther less often, as the kernel's domains
- * grow their intervals and margins with distance.
+ * grow their intervals and margins with distance. Running tasks, which no
+ * queue holds, move between nodes that have CPUs to spare by the kernel's
+ * rule for them (spread(), from the tick).
  *
  * SIS_UTIL's depth comes from userspace: BPF accounts each CPU's busy
  * time, userspace turns it into a PELT-like utilisation, sums it per LLC
@@ -857,22 +859,15 @@ __noinline bool node_crowded(u32 llc)
 	return (u64)n * SISU_CAPACITY * 100 < util * IMBALANCE_PCT;
 }
 
-/*
- * An idle CPU of the LLCs nearest to @llc (not @llc itself), no farther
- * than @max_span, claimed; or -1.
- */
-static s32 pick_idle_nearest(u32 llc, u32 max_span)
+/* An idle CPU of the other LLCs, nearest to @llc first, claimed; or -1. */
+static s32 pick_idle_nearest(u32 llc)
 {
 	u32 k;
 
 	bpf_for(k, 1, nr_llcs) {
-		u32 other = llc_nearest(llc, k);
-		const struct cpumask *mask;
+		const struct cpumask *mask = llc_cpumask(llc_nearest(llc, k));
 		s32 cpu;
 
-		if (span_of(llc, other) > max_span)
-			break;
-		mask = llc_cpumask(other);
 		if (!mask)
 			break;
 		cpu = scx_bpf_pick_idle_cpu(mask, 0);
@@ -900,7 +895,7 @@ static s32 claim_idle_near(s32 cpu)
 		if (c != cpu && scx_bpf_test_and_clear_cpu_idle(c))
 			return c;
 	}
-	return pick_idle_nearest(llc, SISU_SPAN_REMOTE);
+	return pick_idle_nearest(llc);
 }
 
 /*
