@@ -1479,6 +1479,11 @@ static bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags)
 	to = mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
 	if (to < 0)
 		return false;
+	/* Its affinity changed since the tick: give the claimed CPU back. */
+	if (!bpf_cpumask_test_cpu(to, p->cpus_ptr)) {
+		scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
+		return false;
+	}
 	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | to, task_slice(p), enq_flags);
 	count_pull(span_of(c->push_llc, llc_of(cpu)));
 	st = stats_of(active_policy());
