@@ -149,8 +149,9 @@ struct {
 } task_ctxs SEC(".maps");
 
 /*
- * Idle CPUs per LLC and per node, counted by fork_cpu() and spread() on
- * their own CPU; spread() also counts tasks per node, and both per package.
+ * Idle CPUs per LLC and per node, counted on the counting CPU by fork_cpu()
+ * (from the idle mask) and spread() (from what CPUs run, count_load()),
+ * which also counts tasks per node, and both per package.
  */
 struct idle_counts {
 	u16 llc[SISU_MAX_LLCS];
@@ -1679,19 +1680,20 @@ __noinline bool balance(s32 cpu, s32 own)
  * except that the NUMA domains leave a difference of NUMA_IMBALANCE_MIN
  * alone while the idler group runs fewer than imb_numa_nr tasks
  * (adjust_numa_imbalance()), so that a pair of communicating tasks keeps
- * its memory. A running task cannot be detached, so after its attempts
- * fail cache_nice_tries + 2 times in a row (2 + 2 at NUMA levels) the
- * kernel stops the busiest CPU and moves its task (active balance).
+ * its memory. A running task cannot be detached, so once its attempts
+ * have failed more than cache_nice_tries + 2 times in a row (2 + 2 at
+ * NUMA levels) the kernel stops the busiest CPU and moves its task
+ * (active balance).
  *
  * Here the groups are, as in the kernel's domains, the nodes of a package
  * and then the packages. Each group's level is looked at once per its
  * domain's balance interval (its width in ms, sd->min_interval) by a busy
  * CPU's tick, which moves its own task when its group is the busiest and
- * the rule has held SPREAD_TRIES times: the tick marks the task, and its
- * enqueue sends it to an idle CPU of the idlest group's idlest LLC. Queued
- * work and overloaded nodes are left to the pulls. Within a node nothing
- * moves a running task: the kernel would, between LLCs, after 3 failures;
- * forks and wakeups spread over the node's LLCs already.
+ * the rule has held more than SPREAD_TRIES times: the tick marks the task,
+ * and its enqueue sends it to an idle CPU of the idlest group's idlest
+ * LLC. Queued work and overloaded nodes are left to the pulls. Within a
+ * node nothing moves a running task: the kernel would, between LLCs, after
+ * 4 failures; forks and wakeups spread over the node's LLCs already.
  */
 #define SPREAD_TRIES	4
 #define NSEC_PER_MSEC	1000000ULL
