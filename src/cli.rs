@@ -15,7 +15,9 @@ use crate::sched::Settings;
     about = "A sched_ext scheduler that brings back the kernel's SIS_UTIL and SIS_PROP idle-CPU searches",
     long_about = "A sched_ext scheduler that places waking tasks the way the kernel's \
         select_idle_sibling() does, with the LLC scan limited by SIS_UTIL (default), SIS_PROP \
-        or a baseline policy, switchable while it runs, and the seed thread's scan statistics.\n\n\
+        or a baseline policy, switchable while it runs, and the scan statistics of the 2022 LKML \
+        review of SIS_UTIL (\"sched/fair: Introduce SIS_UTIL to search idle CPU based on sum of \
+        util_avg\", v3): found-rate, the \"able to find\" matrix, CPUs searched.\n\n\
         Run it as root on a kernel with sched_ext; Ctrl-C unloads it.",
     args_conflicts_with_subcommands = true
 )]
@@ -33,12 +35,12 @@ pub struct RunOpts {
     pub policy: Policy,
 
     /// Judge this policy beside the active one at every scan, without
-    /// acting on it (fills the seed's "able to find" matrix; not builtin)
+    /// acting on it (fills the review's "able to find" matrix; not builtin)
     #[arg(long, value_enum)]
     pub shadow: Option<Policy>,
 
     /// util: scan the whole LLC when it has at most N CPUs and
-    /// nr_idle_scan > 0 (the seed's small-LLC proposal); 0 = off
+    /// nr_idle_scan > 0 (the review's small-LLC proposal); 0 = off
     #[arg(long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(0..=1024))]
     pub small_llc: u32,
@@ -137,6 +139,19 @@ pub enum Cmd {
         /// Folder for the plots (default: plots/ beside the file)
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+    },
+    /// Print one table (or verdict) of one or more results files, as the
+    /// documents quote them
+    Table(crate::bench::cite::TableOpts),
+    /// Check that every table a document quotes still matches its results
+    /// (paths from the current folder: run it at the top of the repository)
+    Docs {
+        /// Markdown files
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Write the commands' output into the documents instead
+        #[arg(long)]
+        update: bool,
     },
     /// Summarize a study (scripts/study.sh's folder): DIR/summary.md, with
     /// every shape's results and search figures, and DIR/plots

@@ -152,6 +152,11 @@ fn run(opts: Opts) -> Result<()> {
             bench::compare(&a, &b, alpha)
         }
         Some(Cmd::Plot { results, out }) => bench::replot(&results, out.as_deref()),
+        Some(Cmd::Table(t)) => {
+            print!("{}", bench::cite::render(&t, std::path::Path::new("."))?);
+            Ok(())
+        }
+        Some(Cmd::Docs { files, update }) => bench::cite::docs(&files, update),
         Some(Cmd::StudySummary { dir }) => {
             let path = bench::study::summarize(&dir)?;
             println!("{}", path.display());

@@ -5,6 +5,7 @@
 //! second scheduler.
 
 pub mod arms;
+pub mod cite;
 #[cfg(test)]
 mod fixture;
 mod layouts;
@@ -13,6 +14,7 @@ pub mod plot;
 pub mod report;
 pub mod results;
 mod run;
+pub mod search;
 pub mod stat;
 pub mod study;
 mod table;

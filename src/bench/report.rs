@@ -1,4 +1,4 @@
-//! The report of an A/B run: the seed-style text tables made from its
+//! The report of an A/B run: the review-style text tables made from its
 //! results file, and the comparison of two result files.
 
 use std::fmt::Write as _;
@@ -11,7 +11,7 @@ use super::table::{align, banner, cell, num};
 use super::workload::{Family, Metric};
 use crate::stats::Metrics;
 
-/// One section's table for one metric, in the seed's layout.
+/// One section's table for one metric, in the review's layout.
 pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {
     let base = &r.method.baseline;
     let pts = r.section_points(section);
@@ -203,7 +203,7 @@ fn add_hist(a: &mut Vec<u64>, b: &[u64]) {
     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
 }
 
-/// The scan counters of several runs of one arm, summed: what the seed's
+/// The scan counters of several runs of one arm, summed: what the review's
 /// tables count.
 fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
     let mut t = runs.next()?.clone();
@@ -224,13 +224,21 @@ fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
     Some(t.with_depths())
 }
 
-/// The seed's explanatory tables (found-rate, the "able to find" matrix
+/// The review's explanatory tables (found-rate, the "able to find" matrix
 /// against the shadow policy, "CPU Searched | Count"), summed over the
 /// iterations, for the arms that ran with a shadow policy
 /// (`--scheduler-args "--shadow prop"`): the runs made to explain.
 pub fn shadow_tables(r: &Results, section: &str) -> Option<String> {
+    shadow_tables_of(r, section, &[])
+}
+
+/// The same for the points labelled @labels only (all when empty).
+pub fn shadow_tables_of(r: &Results, section: &str, labels: &[&str]) -> Option<String> {
     let mut out = String::new();
     for p in r.section_points(section) {
+        if !labels.is_empty() && !labels.contains(&p.point.label.as_str()) {
+            continue;
+        }
         for (arm, samples) in &p.samples {
             let Some(m) = summed(samples.iter().filter_map(|s| s.stats.as_ref())) else {
                 continue;
@@ -255,7 +263,7 @@ pub fn shadow_tables(r: &Results, section: &str) -> Option<String> {
         format!(
             "{}{out}",
             banner(&format!(
-                "{section}: the seed's tables (sums over iterations)"
+                "{section}: the review's tables (sums over iterations)"
             ))
         )
     })
@@ -408,7 +416,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_style_table() {
+    fn review_style_table() {
         let r = results();
         let t = metric_table(
             &r,
@@ -472,7 +480,7 @@ mod tests {
     }
 
     #[test]
-    fn seed_tables_only_for_shadow_runs_and_summed() {
+    fn review_tables_only_for_shadow_runs_and_summed() {
         let mut r = results();
         assert!(shadow_tables(&r, "hackbench process socket").is_none());
         for p in &mut r.points {

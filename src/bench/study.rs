@@ -1,9 +1,9 @@
 //! The study's summary: every shape's runs, as scripts/study.sh lays them
 //! out (`DIR/<shape>/<run>/results.json`: A/B runs with every arm, and a
 //! run of util shadowed by prop), on one Markdown page. Per point it sets the
-//! benchmark result beside what the seed explained it with (how often a
+//! benchmark result beside what the review explained it with (how often a
 //! wakeup found an idle CPU, how deep the scans went, what they cost),
-//! adds the seed's own tables from the shadow run, and draws the
+//! adds the review's own tables from the shadow run, and draws the
 //! found-rate, the depth and the idle placements per shape.
 
 use std::fmt::Write as _;
@@ -13,17 +13,17 @@ use anyhow::{bail, Context, Result};
 
 use super::plot::Chart;
 use super::report;
-use super::results::{PointResult, Results, Sample};
+use super::results::{PointResult, Results};
+use super::search::Search;
 use super::stat;
 use super::table;
-use crate::stats::Metrics;
 
 /// One shape's runs.
 struct Shape {
     name: String,
     /// The A/B runs, in the order of their folders' names.
     ab: Vec<Results>,
-    /// The runs made with a shadow policy, for the seed's tables.
+    /// The runs made with a shadow policy, for the review's tables.
     shadow: Vec<Results>,
 }
 
@@ -75,73 +75,6 @@ fn shapes(dir: &Path) -> Result<Vec<Shape>> {
         out.push(Shape { name, ab, shadow });
     }
     Ok(out)
-}
-
-/// Share of `part` in `whole`, in %.
-fn pct(part: u64, whole: u64) -> f64 {
-    100.0 * crate::stats::ratio(part, whole)
-}
-
-/// What a run's counters say about the search, each a mean over the
-/// iterations: the columns of the summary and the series of its charts.
-#[derive(Clone, Copy)]
-enum Search {
-    OnIdle,
-    Scanned,
-    Found,
-    DepthZero,
-    Limit,
-    Examined,
-    ScanNs,
-}
-
-impl Search {
-    const ALL: [Search; 7] = [
-        Search::OnIdle,
-        Search::Scanned,
-        Search::Found,
-        Search::DepthZero,
-        Search::Limit,
-        Search::Examined,
-        Search::ScanNs,
-    ];
-
-    fn head(self) -> &'static str {
-        match self {
-            Search::OnIdle => "on idle %",
-            Search::Scanned => "scanned %",
-            Search::Found => "found %",
-            Search::DepthZero => "depth 0 %",
-            Search::Limit => "limit",
-            Search::Examined => "examined",
-            Search::ScanNs => "scan ns",
-        }
-    }
-
-    fn of(self, m: &Metrics) -> f64 {
-        match self {
-            // Wakeups that did not have to queue behind a running task.
-            Search::OnIdle => pct(m.wakeups.saturating_sub(m.wake_busy), m.wakeups),
-            Search::Scanned => pct(m.scans, m.wakeups),
-            Search::Found => m.found_rate(),
-            Search::DepthZero => pct(m.limit.first().copied().unwrap_or(0), m.scans),
-            Search::Limit => report::hist_mean(&m.limit),
-            Search::Examined => report::hist_mean(&m.examined),
-            Search::ScanNs => m.scan_ns_mean,
-        }
-    }
-
-    /// Mean over a point's runs of one arm; None without counters, or for
-    /// a scan figure of an arm that never scanned.
-    fn mean(self, samples: &[Sample]) -> Option<f64> {
-        let scanned = samples
-            .iter()
-            .any(|s| s.stats.as_ref().is_some_and(|m| m.scans > 0));
-        if !scanned && !matches!(self, Search::OnIdle | Search::Scanned) {
-            return None;
-        }
-        report::mean_of(samples, |m| self.of(m))
-    }
 }
 
 fn fixed(v: Option<f64>) -> String {
@@ -290,7 +223,7 @@ fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
     for sh in &s.shadow {
         let _ = writeln!(
             out,
-            "### The seed's tables: {} (scheduler arguments: {})\n",
+            "### The review's tables: {} (scheduler arguments: {})\n",
             sh.arms
                 .iter()
                 .map(|a| a.name.as_str())
@@ -320,7 +253,7 @@ fn find_point<'a>(s: &'a Shape, section: &str, label: &str) -> Option<&'a PointR
 }
 
 /// "1.634 (+0.5%)": @arm's mean and its change against @base's, as the
-/// seed writes SIS_UTIL's beside tip's.
+/// review writes SIS_UTIL's beside tip's.
 fn against(p: &PointResult, arm: &str, base: &str, alpha: f64) -> String {
     let Some(metric) = p.point.metrics.first() else {
         return "-".into();
@@ -342,10 +275,10 @@ fn against(p: &PointResult, arm: &str, base: &str, alpha: f64) -> String {
     format!("{} ({change:+.1}%){star}", table::num(m))
 }
 
-/// The seed's layout for its NUMA modes: per section, a row per point and,
+/// The review's layout for its NUMA modes: per section, a row per point and,
 /// side by side for every mode of one machine, prop's result and util's
 /// with its change against prop (positive = better), the question the
-/// seed's tables ask of every mode.
+/// review's tables ask of every mode.
 fn modes_section(shapes: &[Shape]) -> String {
     let mut out = String::new();
     let mut bases: Vec<&str> = shapes
@@ -367,7 +300,7 @@ fn modes_section(shapes: &[Shape]) -> String {
             "## {base} across its NUMA modes: SIS_UTIL (util) against SIS_PROP (prop)\n\n\
              Each cell is a mean over the iterations of that mode's own run; util's change is \
              against prop in the same run (positive = better, `*` = significant). Below each \
-             result, the found-rate of the scans (`found %`) that explains it in the seed.\n"
+             result, the found-rate of the scans (`found %`) that explains it in the review.\n"
         );
         let Some(first) = modes[0].ab.first() else {
             continue;
@@ -550,7 +483,7 @@ mod tests {
             "{text}"
         );
         // The shadow run's tables, for the one shape that has it.
-        assert_eq!(text.matches("The seed's tables").count(), 1, "{text}");
+        assert_eq!(text.matches("The review's tables").count(), 1, "{text}");
         assert!(text.contains("prop able to find CPU"), "{text}");
         for f in ["1x16-found.svg", "1x16-examined.svg", "2x8-on-idle.svg"] {
             assert!(dir.join("plots").join(f).is_file(), "{f}");

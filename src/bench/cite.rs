@@ -1,0 +1,896 @@
+//! The tables and verdicts the documents quote, made from results files
+//! by the report's own statistics, and the check that a document still
+//! says what its results say.
+//!
+//! A document marks every quoted piece with the command that makes it,
+//! with paths from the top of the repository:
+//!
+//! ```text
+//! <!-- scx_sisutil table results/RUN --points 1-groups --arms eevdf,util -->
+//! | the command's output, verbatim |
+//! <!-- end -->
+//! ```
+//!
+//! A mark whose output is one line may stand inside a sentence
+//! (`table ... --verdict`). `cat FILE` quotes a file a script wrote, such
+//! as a summary table of `scripts/cost.sh`. `scx_sisutil docs FILE...`
+//! runs every marked command again and names each mark whose text differs
+//! from its output; `--update` writes the output in instead. A unit test
+//! runs that check over the README and docs/, so a number cannot drift
+//! from the run it cites, and a verdict ("ahead", "behind", "not
+//! significant in N runs") is the t-test's, never the writer's.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+
+use super::report;
+use super::results::{PointResult, Results};
+use super::search::Search;
+use super::stat;
+use super::table::num;
+use super::workload::Metric;
+
+/// `scx_sisutil table`: one table of one or more runs, for a document.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TableOpts {
+    /// Results files of `bench`, or folders that hold one (results.json)
+    #[arg(required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Names of the runs in the header, comma-separated (default: the
+    /// folders' names, when there is more than one run)
+    #[arg(long = "as", value_delimiter = ',')]
+    pub names: Vec<String>,
+    /// Only this section (as the report heads it: "hackbench process socket")
+    #[arg(long)]
+    pub section: Option<String>,
+    /// Only these points, by label ("1-groups", "4 clients"), in this order
+    #[arg(long, value_delimiter = ',')]
+    pub points: Vec<String>,
+    /// These metrics (default: each point's first); a row per point and metric
+    #[arg(long, value_delimiter = ',')]
+    pub metrics: Vec<String>,
+    /// Only these arms, in this order (default: every arm of the first run)
+    #[arg(long, value_delimiter = ',')]
+    pub arms: Vec<String>,
+    /// The arm every change is against (default: the run's baseline)
+    #[arg(long)]
+    pub base: Option<String>,
+    /// Show the sample standard deviation beside each mean
+    #[arg(long)]
+    pub sd: bool,
+    /// Show Welch's p-value beside each change instead of a star
+    #[arg(long)]
+    pub p_values: bool,
+    /// A row per point and arm with these search figures from the
+    /// scheduler's counters
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub search: Vec<Search>,
+    /// The shadow run's tables (found-rate, "able to find" matrix, CPUs
+    /// searched), summed over iterations
+    #[arg(long)]
+    pub shadow: bool,
+    /// One sentence for one point and one arm: the change against the base
+    /// and what Welch's test says of it
+    #[arg(long)]
+    pub verdict: bool,
+}
+
+/// A run as the table names it.
+struct Run {
+    name: String,
+    results: Results,
+}
+
+fn load_runs(opts: &TableOpts, root: &Path) -> Result<Vec<Run>> {
+    if !opts.names.is_empty() && opts.names.len() != opts.runs.len() {
+        bail!(
+            "--as names {} run(s), but {} were given",
+            opts.names.len(),
+            opts.runs.len()
+        );
+    }
+    opts.runs
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let path = root.join(path);
+            let file = if path.is_dir() {
+                path.join("results.json")
+            } else {
+                path.clone()
+            };
+            let results = Results::load(&file)?;
+            let folder = if path.is_dir() {
+                path.as_path()
+            } else {
+                path.parent().unwrap_or(&path)
+            };
+            let name = opts.names.get(i).cloned().unwrap_or_else(|| {
+                folder
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+            });
+            Ok(Run { name, results })
+        })
+        .collect()
+}
+
+/// The points of the first run the options select, in the order asked for.
+fn select_points<'a>(opts: &TableOpts, r: &'a Results) -> Result<Vec<&'a PointResult>> {
+    if let Some(s) = &opts.section {
+        if !r.sections().contains(s) {
+            bail!(
+                "no section {s:?} in the run (it has: {})",
+                r.sections().join(", ")
+            );
+        }
+    }
+    let in_section = |p: &&PointResult| opts.section.as_ref().is_none_or(|s| &p.point.section == s);
+    let all: Vec<&PointResult> = r.points.iter().filter(in_section).collect();
+    if opts.points.is_empty() {
+        return Ok(all);
+    }
+    // A label names that point in every section it is in, in run order.
+    let mut out = Vec::new();
+    for label in &opts.points {
+        let hits: Vec<&PointResult> = all
+            .iter()
+            .filter(|p| &p.point.label == label)
+            .copied()
+            .collect();
+        if hits.is_empty() {
+            bail!(
+                "no point {label:?} (there are: {})",
+                all.iter()
+                    .map(|p| p.point.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        out.extend(hits);
+    }
+    if opts.points.len() > 1 {
+        // Sections in the run's order, the labels' order within each.
+        let order = r.sections();
+        out.sort_by_key(|p| order.iter().position(|s| s == &p.point.section));
+    }
+    Ok(out)
+}
+
+/// The same point in another run.
+fn same_point<'a>(r: &'a Results, p: &PointResult) -> Option<&'a PointResult> {
+    r.points
+        .iter()
+        .find(|q| q.point.section == p.point.section && q.point.label == p.point.label)
+}
+
+fn select_arms(opts: &TableOpts, runs: &[Run]) -> Result<Vec<String>> {
+    let first = &runs[0].results;
+    if opts.arms.is_empty() {
+        return Ok(first.arms.iter().map(|a| a.name.clone()).collect());
+    }
+    for a in &opts.arms {
+        if !runs
+            .iter()
+            .any(|r| r.results.arms.iter().any(|x| &x.name == a))
+        {
+            bail!(
+                "no arm {a:?} in the runs (the first has: {})",
+                first
+                    .arms
+                    .iter()
+                    .map(|x| x.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok(opts.arms.clone())
+}
+
+/// The metrics of a point the table shows: a named one may also be a
+/// value the benchmark reports beside its metrics (streambench's
+/// placement), which has no better direction and so no change.
+fn metrics_of(opts: &TableOpts, p: &PointResult) -> Result<Vec<(String, Option<Metric>)>> {
+    if opts.metrics.is_empty() {
+        let m = p
+            .point
+            .metrics
+            .first()
+            .ok_or_else(|| anyhow!("point {:?} has no metric", p.point.label))?;
+        return Ok(vec![(m.name.clone(), Some(m.clone()))]);
+    }
+    opts.metrics
+        .iter()
+        .map(|name| {
+            let metric = p.point.metrics.iter().find(|m| &m.name == name).cloned();
+            let valued = p
+                .samples
+                .values()
+                .flatten()
+                .any(|s| s.values.contains_key(name));
+            if metric.is_none() && !valued {
+                bail!("point {:?} has no metric or value {name:?}", p.point.label);
+            }
+            Ok((name.clone(), metric))
+        })
+        .collect()
+}
+
+/// "p 0.003", "p < 0.001".
+fn fmt_p(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else if p < 0.01 {
+        format!("p {p:.3}")
+    } else {
+        format!("p {p:.2}")
+    }
+}
+
+fn fmt_mean(vals: &[f64], sd: bool) -> String {
+    if sd {
+        format!("{} ±{}", num(stat::mean(vals)), num(stat::stddev(vals)))
+    } else {
+        num(stat::mean(vals))
+    }
+}
+
+/// One arm's result at one point: its mean, and its change against the
+/// base's with a star where Welch's test finds it significant (or the
+/// p-value).
+fn cell(
+    p: &PointResult,
+    arm: &str,
+    base: &str,
+    name: &str,
+    metric: Option<&Metric>,
+    opts: &TableOpts,
+    alpha: f64,
+) -> String {
+    let vals = p.values(arm, name);
+    if vals.is_empty() {
+        return if p.failed(arm) { "failed" } else { "-" }.into();
+    }
+    let shown = fmt_mean(&vals, opts.sd);
+    let base_vals = p.values(base, name);
+    let Some(metric) = metric.filter(|_| arm != base && !base_vals.is_empty()) else {
+        return shown;
+    };
+    let change = stat::change_pct(stat::mean(&base_vals), stat::mean(&vals), metric.better);
+    if opts.p_values {
+        let p = stat::welch(&vals, &base_vals).map_or("no test".into(), |(_, _, p)| fmt_p(p));
+        return format!("{shown} ({change:+.1}%, {p})");
+    }
+    let star = if stat::significant(&vals, &base_vals, alpha) {
+        " *"
+    } else {
+        ""
+    };
+    format!("{shown} ({change:+.1}%){star}")
+}
+
+/// A Markdown table.
+fn markdown(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|", head.join(" | "));
+    out.push_str(&"---|".repeat(head.len()));
+    out.push('\n');
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
+    out
+}
+
+fn row_label(p: &PointResult, metric: &str, sections: bool, metrics: bool) -> String {
+    let mut s = if sections {
+        format!("{}, {}", p.point.section, p.point.label)
+    } else {
+        p.point.label.clone()
+    };
+    if metrics {
+        let _ = write!(s, ", {metric}");
+    }
+    s
+}
+
+/// Rows of points, a column per run and arm.
+fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
+    let first = &runs[0].results;
+    let points = select_points(opts, first)?;
+    let arms = select_arms(opts, runs)?;
+    let sections = points
+        .iter()
+        .any(|p| p.point.section != points[0].point.section);
+    let mut rows = Vec::new();
+    let mut heads = Vec::new();
+    for p in &points {
+        let metrics = metrics_of(opts, p)?;
+        for (name, metric) in &metrics {
+            let unit = metric.as_ref().map_or(String::new(), |m| m.unit.clone());
+            heads.push(if unit.is_empty() {
+                name.clone()
+            } else {
+                format!("{name} ({unit})")
+            });
+            let mut row = vec![row_label(p, name, sections, metrics.len() > 1)];
+            for run in runs {
+                let r = &run.results;
+                let base = opts.base.as_deref().unwrap_or(&r.method.baseline);
+                match same_point(r, p) {
+                    Some(q) => row
+                        .extend(arms.iter().map(|a| {
+                            cell(q, a, base, name, metric.as_ref(), opts, r.method.alpha)
+                        })),
+                    None => row.extend(arms.iter().map(|_| "-".to_string())),
+                }
+            }
+            rows.push(row);
+        }
+    }
+    heads.dedup();
+    let corner = match heads.as_slice() {
+        [one] => one.clone(),
+        _ => "point".into(),
+    };
+    let mut head = vec![corner];
+    for run in runs {
+        for a in &arms {
+            head.push(if runs.len() > 1 {
+                format!("{} {a}", run.name)
+            } else {
+                a.clone()
+            });
+        }
+    }
+    Ok(markdown(&head, &rows))
+}
+
+fn fixed(v: Option<f64>) -> String {
+    match v {
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.1}"),
+        None => "-".into(),
+    }
+}
+
+/// A row per run, point and arm: the result, its change against the base,
+/// and what the scheduler's counters say about the search.
+fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
+    let points = select_points(opts, &runs[0].results)?;
+    let arms = select_arms(opts, runs)?;
+    let Some(first) = points.first() else {
+        bail!("no point selected");
+    };
+    let (name, metric) = metrics_of(opts, first)?.remove(0);
+    let unit = metric
+        .as_ref()
+        .map_or(String::new(), |m| format!(" ({})", m.unit));
+    let base_name = opts
+        .base
+        .clone()
+        .unwrap_or_else(|| runs[0].results.method.baseline.clone());
+    let mut head = Vec::new();
+    if runs.len() > 1 {
+        head.push("run".to_string());
+    }
+    if points.len() > 1 {
+        head.push("point".to_string());
+    }
+    head.extend([
+        "arm".to_string(),
+        format!("{name}{unit}"),
+        format!("vs {base_name}"),
+    ]);
+    head.extend(opts.search.iter().map(|s| s.head().to_string()));
+    let mut rows = Vec::new();
+    for run in runs {
+        let r = &run.results;
+        let base = opts.base.as_deref().unwrap_or(&r.method.baseline);
+        for p in &points {
+            let Some(q) = same_point(r, p) else {
+                continue;
+            };
+            for a in &arms {
+                let samples = q.samples.get(a).map(Vec::as_slice).unwrap_or(&[]);
+                let vals = q.values(a, &name);
+                if samples.is_empty() {
+                    continue;
+                }
+                let mut row = Vec::new();
+                if runs.len() > 1 {
+                    row.push(run.name.clone());
+                }
+                if points.len() > 1 {
+                    row.push(q.point.label.clone());
+                }
+                row.push(a.clone());
+                row.push(if vals.is_empty() {
+                    "-".into()
+                } else {
+                    fmt_mean(&vals, opts.sd)
+                });
+                let change = cell(q, a, base, &name, metric.as_ref(), opts, r.method.alpha);
+                // The change alone: what follows the mean in the cell.
+                row.push(
+                    change
+                        .split_once(" (")
+                        .map_or(String::new(), |(_, c)| format!("({c}")),
+                );
+                row.extend(opts.search.iter().map(|s| fixed(s.mean(samples))));
+                rows.push(row);
+            }
+        }
+    }
+    Ok(markdown(&head, &rows))
+}
+
+/// The shadow run's tables for the selected points, as the report prints
+/// them.
+fn shadow(opts: &TableOpts, runs: &[Run]) -> Result<String> {
+    let mut out = String::new();
+    for run in runs {
+        let points = select_points(opts, &run.results)?;
+        let labels: Vec<&str> = points.iter().map(|p| p.point.label.as_str()).collect();
+        for section in run.results.sections() {
+            if opts.section.as_ref().is_some_and(|s| s != &section) {
+                continue;
+            }
+            if let Some(t) = report::shadow_tables_of(&run.results, &section, &labels) {
+                out.push_str(&t);
+            }
+        }
+    }
+    if out.is_empty() {
+        bail!("no shadow policy's counters at the selected points");
+    }
+    Ok(format!("```\n{}\n```\n", out.trim_end_matches('\n')))
+}
+
+/// "2.02 s against 3.27 s, +38.4%: ahead (p 0.003, 3 runs each)".
+fn verdict(opts: &TableOpts, runs: &[Run]) -> Result<String> {
+    let [run] = runs else {
+        bail!("--verdict takes one run");
+    };
+    let r = &run.results;
+    let points = select_points(opts, r)?;
+    let arms = select_arms(opts, runs)?;
+    let ([p], [arm]) = (points.as_slice(), arms.as_slice()) else {
+        bail!("--verdict takes one point (--points) and one arm (--arms)");
+    };
+    let (name, metric) = metrics_of(opts, p)?.remove(0);
+    let metric = metric.ok_or_else(|| anyhow!("{name} has no better direction to judge by"))?;
+    let base = opts.base.as_deref().unwrap_or(&r.method.baseline);
+    let (vals, base_vals) = (p.values(arm, &name), p.values(base, &name));
+    if vals.is_empty() || base_vals.is_empty() {
+        bail!("{arm} or {base} has no {name} at {:?}", p.point.label);
+    }
+    let (m, b) = (stat::mean(&vals), stat::mean(&base_vals));
+    let change = stat::change_pct(b, m, metric.better);
+    let runs_n = if vals.len() == base_vals.len() {
+        format!("{} runs each", vals.len())
+    } else {
+        format!("{} and {} runs", vals.len(), base_vals.len())
+    };
+    let judged = match stat::welch(&vals, &base_vals) {
+        Some((_, _, pv)) if pv < r.method.alpha => {
+            let word = if change > 0.0 { "ahead" } else { "behind" };
+            format!("{word} ({}, {runs_n})", fmt_p(pv))
+        }
+        Some((_, _, pv)) => format!(
+            "not significant in {} runs ({})",
+            vals.len().min(base_vals.len()),
+            fmt_p(pv)
+        ),
+        None => format!("not testable ({runs_n})"),
+    };
+    let unit = match metric.unit.as_str() {
+        "" => String::new(),
+        u => format!(" {u}"),
+    };
+    Ok(format!(
+        "{}{unit} against {}{unit}, {change:+.1}%: {judged}",
+        num(m),
+        num(b)
+    ))
+}
+
+/// What `scx_sisutil table` prints.
+pub fn render(opts: &TableOpts, root: &Path) -> Result<String> {
+    let runs = load_runs(opts, root)?;
+    if opts.verdict {
+        verdict(opts, &runs)
+    } else if opts.shadow {
+        shadow(opts, &runs)
+    } else if !opts.search.is_empty() {
+        search_rows(opts, &runs)
+    } else {
+        grid(opts, &runs)
+    }
+}
+
+/// The command line of a mark, as clap parses it.
+#[derive(Debug, Parser)]
+#[command(name = "table", no_binary_name = true)]
+struct TableLine {
+    #[command(flatten)]
+    opts: TableOpts,
+}
+
+/// The output of a mark's command: `scx_sisutil table ...` or `cat FILE`.
+fn run_mark(command: &str, root: &Path) -> Result<String> {
+    let words = shlex::split(command).ok_or_else(|| anyhow!("unbalanced quotes"))?;
+    match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["cat", file] => {
+            std::fs::read_to_string(root.join(file)).with_context(|| format!("cannot read {file}"))
+        }
+        ["scx_sisutil", "table", args @ ..] => {
+            let line = TableLine::try_parse_from(args.iter()).map_err(|e| {
+                anyhow!("{}", e.to_string().lines().next().unwrap_or("bad options"))
+            })?;
+            render(&line.opts, root)
+        }
+        _ => bail!("a mark runs `scx_sisutil table ...` or `cat FILE`"),
+    }
+}
+
+const OPEN: &str = "<!-- ";
+const CLOSE: &str = " -->";
+const END: &str = "<!-- end -->";
+
+/// A marked piece of a document.
+#[derive(Debug)]
+struct Mark {
+    /// 1-based line of the mark.
+    line: usize,
+    command: String,
+    /// Byte range of the quoted text.
+    body: std::ops::Range<usize>,
+    /// The mark ends its line: the quote is whole lines.
+    block: bool,
+}
+
+/// Whether byte @i of @text is inside a fenced code block (an example of
+/// a mark, not a mark), counting the fences from @from, outside any
+/// mark's body.
+fn fenced(text: &str, from: usize, i: usize, open: bool) -> bool {
+    let fences = text[from..i]
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count();
+    open ^ (fences % 2 == 1)
+}
+
+fn marks(text: &str) -> Result<Vec<Mark>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    // Whether a code fence is open at @at.
+    let mut in_fence = false;
+    while let Some(i) = text[at..].find(OPEN).map(|i| i + at) {
+        let line = text[..i].matches('\n').count() + 1;
+        if fenced(text, at, i, in_fence) {
+            in_fence = true;
+            at = i + OPEN.len();
+            continue;
+        }
+        in_fence = false;
+        let close = text[i..]
+            .find(CLOSE)
+            .map(|c| c + i)
+            .ok_or_else(|| anyhow!("line {line}: a comment that never closes"))?;
+        let command = text[i + OPEN.len()..close].trim().to_string();
+        let start = close + CLOSE.len();
+        at = start;
+        if !(command.starts_with("scx_sisutil ") || command.starts_with("cat ")) {
+            continue;
+        }
+        let end = text[start..]
+            .find(END)
+            .map(|e| e + start)
+            .ok_or_else(|| anyhow!("line {line}: the mark has no {END}"))?;
+        let block = text[start..].starts_with('\n');
+        let body = if block { start + 1..end } else { start..end };
+        out.push(Mark {
+            line,
+            command,
+            body,
+            block,
+        });
+        at = end + END.len();
+    }
+    Ok(out)
+}
+
+/// The first line where two texts part.
+fn first_difference(want: &str, have: &str) -> String {
+    let (mut w, mut h) = (want.lines(), have.lines());
+    for n in 1.. {
+        match (w.next(), h.next()) {
+            (Some(a), Some(b)) if a == b => continue,
+            (a, b) => {
+                return format!(
+                    "line {n} of the quote is {:?}, the command prints {:?}",
+                    b.unwrap_or("(nothing)"),
+                    a.unwrap_or("(nothing)")
+                )
+            }
+        }
+    }
+    unreachable!()
+}
+
+/// Checks (or with @update rewrites) every mark of @doc against its
+/// command's output, paths taken from @root; returns what differs.
+pub fn check_doc(doc: &Path, root: &Path, update: bool) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
+    let mut problems = Vec::new();
+    let mut fixed = String::new();
+    let mut copied = 0;
+    let found = marks(&text).with_context(|| doc.display().to_string())?;
+    for m in found {
+        let have = &text[m.body.clone()];
+        let want = match run_mark(&m.command, root) {
+            Ok(out) if m.block => out,
+            Ok(out) if out.contains('\n') && out.trim_end().contains('\n') => {
+                problems.push(format!(
+                    "{}:{}: `{}` prints several lines, which cannot stand in a sentence",
+                    doc.display(),
+                    m.line,
+                    m.command
+                ));
+                continue;
+            }
+            Ok(out) => out.trim_end().to_string(),
+            Err(e) => {
+                problems.push(format!(
+                    "{}:{}: `{}`: {e:#}",
+                    doc.display(),
+                    m.line,
+                    m.command
+                ));
+                continue;
+            }
+        };
+        if have != want {
+            problems.push(format!(
+                "{}:{}: the quote differs from `{}`: {}",
+                doc.display(),
+                m.line,
+                m.command,
+                first_difference(&want, have)
+            ));
+        }
+        fixed.push_str(&text[copied..m.body.start]);
+        fixed.push_str(&want);
+        copied = m.body.end;
+    }
+    fixed.push_str(&text[copied..]);
+    if update && fixed != text {
+        std::fs::write(doc, fixed).with_context(|| format!("cannot write {}", doc.display()))?;
+    }
+    Ok(problems)
+}
+
+/// The results folders a document names (`results/NAME/...`) that do not
+/// exist under @root.
+pub fn missing_folders(doc: &Path, root: &Path) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(doc).with_context(|| format!("cannot read {}", doc.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("results/") {
+            let tail = &rest[at..];
+            let len = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
+                .unwrap_or(tail.len());
+            let path = tail[..len].trim_end_matches(['.', '/']);
+            // "results/<date>-<shape>/" and the like are patterns, not folders.
+            let pattern = path.contains("<") || tail[len..].starts_with('<');
+            if !pattern && path != "results" && !root.join(path).exists() {
+                out.push(format!(
+                    "{}:{}: {path} does not exist",
+                    doc.display(),
+                    i + 1
+                ));
+            }
+            rest = &tail[len..];
+        }
+    }
+    Ok(out)
+}
+
+/// `scx_sisutil docs [--update] FILE...`.
+pub fn docs(files: &[PathBuf], update: bool) -> Result<()> {
+    let root = Path::new(".");
+    let mut problems = Vec::new();
+    for f in files {
+        problems.extend(check_doc(f, root, update)?);
+        problems.extend(missing_folders(f, root)?);
+    }
+    for p in &problems {
+        println!("{p}");
+    }
+    if !problems.is_empty() && !update {
+        bail!(
+            "{} quote(s) no longer match their results (scx_sisutil docs --update writes them)",
+            problems.len()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::fixture::results;
+
+    fn tmp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sisu-cite-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("results/run")).unwrap();
+        results()
+            .save(&dir.join("results/run/results.json"))
+            .unwrap();
+        dir
+    }
+
+    fn table(root: &Path, args: &str) -> Result<String> {
+        run_mark(&format!("scx_sisutil table {args}"), root)
+    }
+
+    #[test]
+    fn a_grid_holds_the_reports_numbers() {
+        let dir = tmp("grid");
+        let t = table(&dir, "results/run --points 16-groups --arms eevdf,util").unwrap();
+        // The report's fixture: eevdf 10.70 s, util 11.66 s, 9% worse and
+        // significant, as the report's own cell has it.
+        assert_eq!(
+            t,
+            "| time (s) | eevdf | util |\n|---|---|---|\n| 16-groups | 10.70 | 11.66 (-9.0%) * |\n"
+        );
+        let report = report::text(&results());
+        assert!(
+            report.contains("10.70 +-0.200") && report.contains("(-9.00 pct) *"),
+            "{report}"
+        );
+        let t = table(
+            &dir,
+            "results/run --points 16-groups --arms util --p-values --sd",
+        )
+        .unwrap();
+        assert!(t.contains("| 16-groups | 11.66 ±"), "{t}");
+        assert!(t.contains("(-9.0%, p "), "{t}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_verdict_is_the_tests() {
+        let dir = tmp("verdict");
+        let v = table(&dir, "results/run --points 16-groups --arms util --verdict").unwrap();
+        assert!(
+            v.starts_with("11.66 s against 10.70 s, -9.0%: behind (p "),
+            "{v}"
+        );
+        assert!(v.ends_with(", 3 runs each)"), "{v}");
+        let e = table(&dir, "results/run --arms util --verdict").unwrap_err();
+        assert!(e.to_string().contains("one point"), "{e}");
+        let e = table(&dir, "results/run --arms nope").unwrap_err();
+        assert!(e.to_string().contains("no arm \"nope\""), "{e}");
+        let e = table(&dir, "results/run --points 3-groups").unwrap_err();
+        assert!(e.to_string().contains("no point \"3-groups\""), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_check_names_a_quote_that_drifted_and_update_mends_it() {
+        let dir = tmp("drift");
+        let doc = dir.join("doc.md");
+        let mark = "<!-- scx_sisutil table results/run --points 16-groups --arms eevdf,util -->";
+        let inline =
+            "<!-- scx_sisutil table results/run --points 16-groups --arms util --verdict -->";
+        std::fs::write(
+            &doc,
+            format!(
+                "Intro.\n\n{mark}\n| time (s) | eevdf | util |\n|---|---|---|\n| 16-groups | 10.70 | 11.66 (-9.0%) |\n<!-- end -->\n\nutil: {inline}ahead<!-- end -->.\nSee results/run and results/gone.\n\n```\n{mark}\n```\n"
+            ),
+        )
+        .unwrap();
+        let problems = check_doc(&doc, &dir, false).unwrap();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains(":3: the quote differs"),
+            "{problems:?}"
+        );
+        assert!(problems[0].contains("(-9.0%) *"), "{problems:?}");
+        assert!(
+            problems[1].contains(":9: the quote differs"),
+            "{problems:?}"
+        );
+        let missing = missing_folders(&doc, &dir).unwrap();
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(
+            missing[0].contains("results/gone does not exist"),
+            "{missing:?}"
+        );
+
+        check_doc(&doc, &dir, true).unwrap();
+        assert!(check_doc(&doc, &dir, false).unwrap().is_empty());
+        let text = std::fs::read_to_string(&doc).unwrap();
+        assert!(
+            text.contains("util: <!--") && text.contains("-->11.66 s against"),
+            "{text}"
+        );
+        assert!(
+            text.starts_with("Intro.\n\n") && text.ends_with("```\n"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn several_runs_side_by_side_and_the_search_figures() {
+        let dir = tmp("runs");
+        std::fs::create_dir_all(dir.join("results/other")).unwrap();
+        results()
+            .save(&dir.join("results/other/results.json"))
+            .unwrap();
+        let t = table(
+            &dir,
+            "results/run results/other --as A,B --points 16-groups --arms eevdf,util",
+        )
+        .unwrap();
+        assert!(
+            t.starts_with("| time (s) | A eevdf | A util | B eevdf | B util |"),
+            "{t}"
+        );
+        let t = table(
+            &dir,
+            "results/run --points 16-groups --arms util --search found,limit",
+        )
+        .unwrap();
+        assert!(
+            t.contains("| arm | time (s) | vs eevdf | found % | limit |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| util | 11.66 | (-9.0%) * | 75.0 | 2.0 |"),
+            "{t}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The guard: every table and verdict the README and docs/ quote is
+    /// what its results file gives today, and every results folder they
+    /// name exists.
+    #[test]
+    fn the_documents_say_what_their_results_say() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut docs = vec![root.join("README.md"), root.join("results/README.md")];
+        let mut more: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "md"))
+            .collect();
+        more.sort();
+        docs.extend(more);
+        let mut problems = Vec::new();
+        let mut quotes = 0;
+        for d in &docs {
+            let text = std::fs::read_to_string(d).unwrap();
+            quotes += marks(&text).unwrap().len();
+            problems.extend(check_doc(d, root, false).unwrap());
+            problems.extend(missing_folders(d, root).unwrap());
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+        assert!(quotes > 0, "the documents quote no results");
+    }
+}

@@ -1,0 +1,110 @@
+//! What a run's counters say about the idle-CPU search, per arm and point:
+//! the figures the study's summary, its charts and the documents' tables
+//! set beside each benchmark result.
+
+use super::report;
+use super::results::Sample;
+use crate::stats::Metrics;
+
+/// Share of `part` in `whole`, in %.
+fn pct(part: u64, whole: u64) -> f64 {
+    100.0 * crate::stats::ratio(part, whole)
+}
+
+/// What a run's counters say about the search, each a mean over the
+/// iterations: the columns of the summary and the series of its charts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Search {
+    OnIdle,
+    Scanned,
+    Found,
+    DepthZero,
+    Limit,
+    Examined,
+    ScanNs,
+    /// What a scan to the shadow policy's depth would have found, on the
+    /// same scans as `found`.
+    ShadowFound,
+    /// Wakeups placed in another LLC, or another node, than prev's.
+    MovedLlc,
+    MovedNode,
+    /// Tasks pulled from a queue within the node, and from farther.
+    PullNear,
+    PullRemote,
+    /// Running tasks moved between nodes (counted in the pulls too).
+    PullRunning,
+}
+
+impl Search {
+    pub const ALL: [Search; 7] = [
+        Search::OnIdle,
+        Search::Scanned,
+        Search::Found,
+        Search::DepthZero,
+        Search::Limit,
+        Search::Examined,
+        Search::ScanNs,
+    ];
+
+    pub fn head(self) -> &'static str {
+        match self {
+            Search::OnIdle => "on idle %",
+            Search::Scanned => "scanned %",
+            Search::Found => "found %",
+            Search::DepthZero => "depth 0 %",
+            Search::Limit => "limit",
+            Search::Examined => "examined",
+            Search::ScanNs => "scan ns",
+            Search::ShadowFound => "shadow found %",
+            Search::MovedLlc => "moved LLC %",
+            Search::MovedNode => "moved node %",
+            Search::PullNear => "pulls in node",
+            Search::PullRemote => "pulls farther",
+            Search::PullRunning => "running moved",
+        }
+    }
+
+    pub fn of(self, m: &Metrics) -> f64 {
+        match self {
+            // Wakeups that did not have to queue behind a running task.
+            Search::OnIdle => pct(m.wakeups.saturating_sub(m.wake_busy), m.wakeups),
+            Search::Scanned => pct(m.scans, m.wakeups),
+            Search::Found => m.found_rate(),
+            Search::DepthZero => pct(m.limit.first().copied().unwrap_or(0), m.scans),
+            Search::Limit => report::hist_mean(&m.limit),
+            Search::Examined => report::hist_mean(&m.examined),
+            Search::ScanNs => m.scan_ns_mean,
+            Search::ShadowFound => pct(
+                m.shadow_both + m.shadow_shadow_only,
+                m.idle_found + m.idle_missed,
+            ),
+            Search::MovedLlc => pct(m.wake_moved_llc, m.wakeups),
+            Search::MovedNode => pct(m.wake_moved_node, m.wakeups),
+            Search::PullNear => (m.pull_llc + m.pull_node) as f64,
+            Search::PullRemote => (m.pull_package + m.pull_remote) as f64,
+            Search::PullRunning => m.pull_running as f64,
+        }
+    }
+
+    /// Mean over a point's runs of one arm; None without counters, or for
+    /// a scan figure of an arm that never scanned.
+    pub fn mean(self, samples: &[Sample]) -> Option<f64> {
+        let scanned = samples
+            .iter()
+            .any(|s| s.stats.as_ref().is_some_and(|m| m.scans > 0));
+        let scan_figure = !matches!(
+            self,
+            Search::OnIdle
+                | Search::Scanned
+                | Search::MovedLlc
+                | Search::MovedNode
+                | Search::PullNear
+                | Search::PullRemote
+                | Search::PullRunning
+        );
+        if !scanned && scan_figure {
+            return None;
+        }
+        report::mean_of(samples, |m| self.of(m))
+    }
+}
