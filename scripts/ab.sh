@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: an A/B comparison of idle-CPU search policies with real
-# benchmarks, in a VM running a sched_ext kernel. Prints the seed-style
+# benchmarks, in a VM running a sched_ext kernel. Prints the review-style
 # tables and keeps the results file, the report and the plots on the host.
 #
 #   scripts/ab.sh [--shape 2x4] [--out DIR] [--add SRC[:DST]]... [-- BENCH-OPTIONS...]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds scx_sisutil, boots the Debian sched_ext kernel in QEMU and runs the
 # scheduler there under hackbench and tbench, printing its scan statistics
-# (the seed thread's tables) after each, then unloads it.
+# (the review thread's tables) after each, then unloads it.
 #
 #   scripts/demo.sh [--shape 2x4] [--policy util] [--shadow prop] [-- SCHEDULER-ARGS...]
 #

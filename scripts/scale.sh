@@ -2,7 +2,7 @@
 # The scheduler at size: for every shape, boot a VM, load scx_sisutil,
 # record the instructions the verifier walked per program, run a short
 # hackbench under it and unload it, timing each step. This is how the
-# seed's 256-CPU machine (2s8l8c2t in NPS1/2/4) is checked, and how the
+# review's 256-CPU machine (2s8l8c2t in NPS1/2/4) is checked, and how the
 # verifier's growth with the CPU count is seen.
 #
 #   scripts/scale.sh [--shapes 2s2l2c,2s4l4c-nps2,...] [--mem M] [--timeout S]

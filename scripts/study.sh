@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The seed's study on a current kernel: SIS_UTIL against SIS_PROP (and
-# EEVDF, the small-LLC rule, full and builtin) on the seed's LLC shapes,
-# in VMs, with the seed's benchmark families and explanatory tables.
+# The review's study on a current kernel: SIS_UTIL against SIS_PROP (and
+# EEVDF, the small-LLC rule, full and builtin) on the review's LLC shapes,
+# in VMs, with the review's benchmark families and explanatory tables.
 #
 #   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--arms A,B,...]
 #                    [--steps hackbench,tbench,wakeup,services,shadow] [--out DIR]
 #
 # Shapes are scripts/vm.sh's: LxC[xT], or SsLlCc[Tt][-npsN] for sockets of
 # several LLCs in NUMA nodes (2s4l4c-nps1,2s4l4c-nps2,2s4l4c-nps4 is the
-# seed's machine scaled down). For every shape it makes five runs with
+# review's machine scaled down). For every shape it makes five runs with
 # scripts/ab.sh (--steps picks some of them):
 #   DIR/<shape>/hackbench  every arm, hackbench (processes, pipes) 1..16 groups
 #   DIR/<shape>/tbench     every arm, tbench 1 client to 4x the CPUs
@@ -18,7 +18,7 @@
 #   DIR/<shape>/services   every arm, STREAM (one thread per LLC, 10 and 100
 #                          runs) and YCSB's workloads A, B, C on PostgreSQL
 #                          (1 client and one per CPU)
-#   DIR/<shape>/shadow     util with prop as its shadow policy: the seed's
+#   DIR/<shape>/shadow     util with prop as its shadow policy: the review's
 #                          "able to find" matrix and "CPU searched" histograms
 #                          for hackbench 1 and 16 groups and tbench at 4x the
 #                          CPUs

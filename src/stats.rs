@@ -1,6 +1,6 @@
 //! Scan statistics: the per-CPU counters BPF keeps, summed and turned into
 //! the one machine-readable record (`Metrics`) that `--stats`, `--monitor`,
-//! `--json` and the A/B harness all read (tables.rs renders it as the seed
+//! `--json` and the A/B harness all read (tables.rs renders it as the review
 //! thread's tables), with its schema for scx_stats. monitor.rs reads it
 //! from a running instance.
 
@@ -448,7 +448,7 @@ impl Metrics {
         100.0 * ratio(self.idle_found, self.idle_found + self.idle_missed)
     }
 
-    /// The seed's 2x2 matrix over the scans that had an idle CPU to find.
+    /// The review's 2x2 matrix over the scans that had an idle CPU to find.
     #[cfg(test)]
     pub fn shadow_total(&self) -> u64 {
         self.shadow_both + self.shadow_active_only + self.shadow_shadow_only + self.shadow_neither

@@ -1,4 +1,4 @@
-//! The statistics as text: the seed thread's tables (found-rate, the "able
+//! The statistics as text: the review thread's tables (found-rate, the "able
 //! to find" matrix, "CPU Searched | Count") and the per-LLC table, which
 //! `--stats`, `--monitor`, `stats` and the harness's report print.
 
@@ -87,7 +87,7 @@ impl Metrics {
         box_table(&["Idle CPU in LLC", &found, "Count"], &rows)
     }
 
-    /// The seed's matrix: both policies' success where an idle CPU existed.
+    /// The review's matrix: both policies' success where an idle CPU existed.
     pub fn shadow_table(&self) -> String {
         let active = format!("{} able to find CPU", self.policy);
         let shadow = format!("{} able to find CPU", self.shadow);
@@ -162,7 +162,7 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics>) -> String {
     )
 }
 
-/// A table in the seed's style: +---+ rules, centred cells.
+/// A table in the review's style: +---+ rules, centred cells.
 pub fn box_table(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
     for row in rows {
@@ -197,7 +197,7 @@ mod tests {
     use crate::stats::{Counters, Metrics};
 
     #[test]
-    fn tables_render_like_the_seed() {
+    fn tables_render_like_the_review() {
         let raw = record(|s| {
             s.shadow = [[66444, 34153], [57204, 119263]];
             s.examined[0] = 10520;

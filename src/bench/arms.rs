@@ -41,7 +41,7 @@ pub struct Arm {
 
 impl Arm {
     /// A built-in arm: eevdf, eevdf-nosisutil, a policy name, or
-    /// util-small[=N] (the seed's small-LLC rule, N defaults to 16).
+    /// util-small[=N] (the review's small-LLC rule, N defaults to 16).
     pub fn parse(s: &str) -> Result<Arm> {
         let kind = match s {
             "eevdf" => ArmKind::Eevdf,

@@ -1,4 +1,4 @@
-//! The seed's own layouts for its two service workloads: STREAM's table,
+//! The review's own layouts for its two service workloads: STREAM's table,
 //! a row per kernel, and ycsb's lines, an arm each with its variation; and
 //! where STREAM's threads ran, which is what a scheduler changes there.
 
@@ -162,7 +162,7 @@ mod tests {
     }
 
     #[test]
-    fn ycsb_in_the_seeds_lines_and_failures_named() {
+    fn ycsb_in_the_reviews_lines_and_failures_named() {
         let r = services();
         let t = ycsb_table(&r, "YCSB workload A");
         assert!(t.contains("eevdf:   1000 (var: 1.00)"), "{t}");

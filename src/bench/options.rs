@@ -63,7 +63,7 @@ pub struct BenchOpts {
     /// STREAM threads (default: one per LLC)
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=1024))]
     pub stream_threads: Option<Vec<u64>>,
-    /// STREAM runs per sample (default: the seed's 10 and 100)
+    /// STREAM runs per sample (default: the review's 10 and 100)
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(2..=200))]
     pub stream_runs: Option<Vec<u32>>,
     /// Elements of each STREAM array

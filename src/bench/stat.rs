@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn sign_of_change_means_better() {
-        // The seed's hackbench 16 groups: 10.70 -> 11.69 s is a loss.
+        // The review's hackbench 16 groups: 10.70 -> 11.69 s is a loss.
         assert!(close(change_pct(10.70, 11.69, Better::Lower), -9.25, 0.01));
         // Its tbench 256 clients: 24207 -> 52041 MB/s is a gain.
         assert!(close(

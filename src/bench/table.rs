@@ -1,6 +1,6 @@
-//! The pieces of the text tables: a seed-style cell, a number at the
-//! precision the seed prints, aligned columns and a banner. The report and
-//! the seed's own layouts are both made of them.
+//! The pieces of the text tables: a review-style cell, a number at the
+//! precision the review prints, aligned columns and a banner. The report and
+//! the review's own layouts are both made of them.
 
 use std::fmt::Write as _;
 

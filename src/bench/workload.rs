@@ -129,7 +129,7 @@ pub struct Point {
     pub family: Family,
     /// The section the point belongs to, e.g. "hackbench process pipe".
     pub section: String,
-    /// The row label, as the seed writes it: "4-groups", "8 clients".
+    /// The row label, as the review writes it: "4-groups", "8 clients".
     pub label: String,
     /// The varying parameter (groups, clients, workers), for plots.
     pub param: u64,
@@ -325,7 +325,7 @@ impl Matrix {
         }
     }
 
-    /// STREAM at each of its lengths (the seed's 10 and 100 runs).
+    /// STREAM at each of its lengths (the review's 10 and 100 runs).
     fn stream(&self, exe: &str, out: &mut Vec<Point>) {
         for &runs in &self.stream_runs {
             for &t in &self.stream_threads {

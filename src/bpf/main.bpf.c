@@ -581,7 +581,7 @@ static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_cpu
 	case SISU_POL_UTIL:
 		/*
 		 * A depth of 0 means the LLC is too busy to be worth any
-		 * scan, idle core or not. The seed's small-LLC rule turns
+		 * scan, idle core or not. The review's small-LLC rule turns
 		 * any other depth into a full scan.
 		 */
 		nr = lc ? lc->nr_idle_scan : width;

@@ -1,4 +1,4 @@
-//! The key-value load, YCSB's core workloads on a real database (the seed
+//! The key-value load, YCSB's core workloads on a real database (the review
 //! ran ycsb-mongodb; MongoDB is not in Debian, PostgreSQL is). A table of
 //! YCSB's shape (a key and ten 100-byte fields) is loaded before the timed
 //! phase; then N clients, each its own connection and pgbench thread as
