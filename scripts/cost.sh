@@ -4,10 +4,12 @@
 # statistics), the userspace process's CPU time in % of one CPU, and its
 # resident memory, per arm (policy, with and without scan statistics).
 #
-#   scripts/cost.sh [--shape 2x4] [--rounds 3] [--workload CMD] [NAME=ARGS ...]
+#   scripts/cost.sh [--shape 2x4] [--rounds 3] [--workload CMD] [--out DIR] [NAME=ARGS ...]
 #
 # Default arms: util, util-nostats, prop, full, none, builtin. TCG timing is
 # not native timing: compare arms with each other, not with other machines.
+# DIR (default results/<date>-<shape>-cost) gets the guest's RESULT lines
+# (runs.txt) and the table as Markdown (summary.md), which docs quote.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,13 +19,15 @@ cd "$ROOT"
 SHAPE=2x4
 ROUNDS=3
 WORKLOAD="hackbench -g 4 -l 400"
+OUT=
 ARMS=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) SHAPE=$2; shift 2 ;;
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--workload) WORKLOAD=$2; shift 2 ;;
-	-h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--out) OUT=$2; shift 2 ;;
+	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*=*) ARMS+=("$1"); shift ;;
 	*) echo "cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -44,14 +48,16 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 cargo build --release --locked
 
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+OUT=${OUT:-results/$(date -u +%Y%m%d)-$SHAPE-cost}
+mkdir -p "$OUT"
+out=$OUT/runs.txt
 scripts/vm.sh --shape "$SHAPE" --timeout 3600 -- \
-	"ARMS='$arms' ROUNDS=$ROUNDS WORKLOAD='$WORKLOAD' sh /guest/cost.sh" | tee "$out" | grep '^RESULT' || true
+	"ARMS='$arms' ROUNDS=$ROUNDS WORKLOAD='$WORKLOAD' sh /guest/cost.sh" | grep '^RESULT' | tee "$out" || true
+[[ -s $out ]] || { echo "cost.sh: the guest reported no run" >&2; exit 1; }
 
 echo
 echo "shape $SHAPE, $ROUNDS round(s) of: $WORKLOAD (arms interleaved; mean +- stddev)"
-awk '
+awk -v md="$OUT/summary.md" '
 /^RESULT/ {
 	for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 	a = v["arm"]
@@ -64,9 +70,14 @@ awk '
 function sd(sum, sq, k) { return k > 1 ? sqrt((sq - sum * sum / k) / (k - 1)) : 0 }
 END {
 	printf "%-16s %22s %26s %12s\n", "arm", "select_cpu ns/call", "userspace CPU % of one", "RSS KiB"
+	print "| arm | select_cpu ns per call | userspace CPU, % of one CPU | RSS, MiB |" >md
+	print "|---|---|---|---|" >md
 	for (i = 1; i <= na; i++) {
 		a = order[i]
 		printf "%-16s %14.0f +- %5.0f %18.3f +- %5.3f %12.0f\n", a, s[a] / n[a], sd(s[a], ss[a], n[a]),
 			c[a] / n[a], sd(c[a], cc[a], n[a]), r[a] / n[a]
+		printf "| %s | %.0f ± %.0f | %.1f ± %.1f | %.1f |\n", a, s[a] / n[a], sd(s[a], ss[a], n[a]),
+			c[a] / n[a], sd(c[a], cc[a], n[a]), r[a] / n[a] / 1024 >md
 	}
 }' "$out"
+echo "cost.sh: the runs and the table in $OUT"

@@ -48,7 +48,14 @@ if ((UNIT)); then
 	section "clippy"
 	cargo clippy --release --all-targets --locked -- -D warnings
 	section "unit tests"
-	cargo test --release --locked
+	# Tests that cannot run here (not root, say) record why.
+	SKIPS=$(mktemp)
+	SCX_SISUTIL_SKIPS=$SKIPS cargo test --release --locked
+	if [[ -s $SKIPS ]]; then
+		echo "skipped ($(wc -l <"$SKIPS")):"
+		sed 's/^/  /' "$SKIPS"
+	fi
+	rm -f "$SKIPS"
 fi
 
 ((VM)) || exit 0
@@ -59,6 +66,8 @@ cargo build --release --locked
 mkdir -p target/vm-logs
 passed=0
 failed=0
+skipped=0
+skipped_checks=()
 failed_tests=()
 retried_tests=()
 for test in tests/vm/*.sh; do
@@ -87,11 +96,14 @@ for test in tests/vm/*.sh; do
 		tail -n 30 "target/vm-logs/$name.console" || true
 		retried_tests+=("$name")
 	done
-	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "target/vm-logs/$name.out" | tail -n1 || true)
-	p=$(echo "$counts" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
-	f=$(echo "$counts" | sed -n 's/.*passed, \([0-9]*\) failed/\1/p')
+	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "target/vm-logs/$name.out" | tail -n1 || true)
+	read -r p _ f _ s _ <<<"${counts//,/}"
 	passed=$((passed + ${p:-0}))
 	failed=$((failed + ${f:-0}))
+	skipped=$((skipped + ${s:-0}))
+	while IFS= read -r line; do
+		skipped_checks+=("$name: ${line#skip - }")
+	done < <(grep '^skip - ' "target/vm-logs/$name.out" || true)
 	if ((rc != 0)); then
 		# A test that died before counting still counts as a failure.
 		((${f:-0} > 0)) || failed=$((failed + 1))
@@ -109,5 +121,8 @@ fi
 if ((${#failed_tests[@]})); then
 	echo "failed VM tests: ${failed_tests[*]}"
 fi
-echo "vm: $passed passed, $failed failed"
+for c in "${skipped_checks[@]}"; do
+	echo "skipped: $c"
+done
+echo "vm: $passed passed, $failed failed, $skipped skipped"
 ((failed == 0))

@@ -84,6 +84,10 @@ pub struct Report {
     pub threads: u32,
     pub elements: u64,
     pub runs: u32,
+    /// LLCs the threads started in: where fork balancing put them, before
+    /// any wakeup could move one.
+    #[serde(default)]
+    pub start_llcs: f64,
     /// LLCs that held at least one thread, averaged over the kernels run.
     pub llcs_used: f64,
     /// The most threads in one LLC, averaged over the kernels run.
@@ -264,6 +268,9 @@ fn placement(slices: &[Slice], layout: &Layout, r: &mut Report) {
         llc_max += per_llc.values().max().copied().unwrap_or(0);
         node_max += per_node.values().max().copied().unwrap_or(0);
     }
+    let started: std::collections::BTreeSet<usize> =
+        slices.iter().map(|s| llc_of(s.first_cpu)).collect();
+    r.start_llcs = started.len() as f64;
     let (mut remote, mut moved, mut total) = (0usize, 0usize, 0usize);
     for s in slices {
         let home = node_of(s.first_cpu);
@@ -385,8 +392,9 @@ pub fn main(cfg: &Config) -> Result<()> {
         println!("{:<10} {v:>15.1}", format!("{}:", k.name()));
     }
     println!(
-        "threads per kernel: {:.1} LLCs (at most {:.1} threads in one), {:.1} nodes (at most {:.1} in one); \
+        "threads started in {:.0} LLC(s); per kernel: {:.1} LLCs (at most {:.1} threads in one), {:.1} nodes (at most {:.1} in one); \
          {:.1}% away from the node of their arrays, {:.1}% on another CPU than before",
+        r.start_llcs,
         r.llcs_used, r.llc_max, r.nodes_used, r.node_max, r.remote_pct, r.moved_pct
     );
     Ok(())
@@ -468,6 +476,7 @@ mod tests {
         assert_eq!((r.threads, r.runs, r.elements), (2, 3, 1 << 14));
         assert!(r.copy_mbs > 0.0 && r.triad_mbs > 0.0);
         assert!(r.llcs_used >= 1.0 && r.llc_max >= 1.0 && r.llc_max <= 2.0);
+        assert!(r.start_llcs >= 1.0 && r.start_llcs <= 2.0);
         assert!((0.0..=100.0).contains(&r.remote_pct));
     }
 }

@@ -1,7 +1,10 @@
 //! Bad input on the host: every refusal is one line on stderr and a
-//! non-zero exit, never a panic, and leaves nothing behind. The checks that
-//! need a kernel without sched_ext run only on such a host (like the
-//! project's machines); the VM tests cover the rest.
+//! non-zero exit, never a panic, and leaves nothing behind. What the
+//! kernel's sched_ext says is shown to the program in a mount namespace of
+//! its own (a kernel without sched_ext, or one with nothing loaded), so
+//! those checks run on any host as root; the VM tests cover the rest. A
+//! check that cannot run here says why and is counted as skipped
+//! (scripts/test.sh lists them in its summary).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -14,6 +17,52 @@ fn run(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("cannot run scx_sisutil")
+}
+
+/// Says that @test could not run here and why, and records it in the file
+/// that SCX_SISUTIL_SKIPS names, for the test command's summary.
+fn skip(test: &str, why: &str) {
+    use std::io::Write as _;
+    eprintln!("skipped: {test}: {why}");
+    if let Some(path) = std::env::var_os("SCX_SISUTIL_SKIPS") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("cannot open the skip record");
+        writeln!(f, "cli {test}: {why}").expect("cannot write the skip record");
+    }
+}
+
+/// Runs scx_sisutil in a mount namespace of its own whose /sys/kernel is
+/// empty but, with @loaded_state, for sched_ext's state file: the kernel
+/// without sched_ext (None), or with sched_ext and that state, whatever
+/// the host's kernel has. None when the namespace cannot be made (it takes
+/// root and unshare).
+fn with_sched_ext(loaded_state: Option<&str>, args: &[&str]) -> Option<Output> {
+    let setup = match loaded_state {
+        Some(state) => {
+            format!("mkdir /sys/kernel/sched_ext && echo {state} >/sys/kernel/sched_ext/state && ")
+        }
+        None => String::new(),
+    };
+    let script = format!("mount -t tmpfs none /sys/kernel && {setup}exec \"$0\" \"$@\"");
+    let out = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            BIN,
+        ])
+        .args(args)
+        .output()
+        .ok()?;
+    // unshare or mount refused: the namespace was never made.
+    let err = String::from_utf8_lossy(&out.stderr);
+    (!err.starts_with("unshare:") && !err.starts_with("mount:")).then_some(out)
 }
 
 fn is_root() -> bool {
@@ -115,32 +164,37 @@ fn help_and_version_succeed() {
 
 #[test]
 fn clients_say_when_nothing_runs() {
-    if Path::new("/sys/kernel/sched_ext/state").exists()
-        && std::fs::read_to_string("/sys/kernel/sched_ext/state")
-            .is_ok_and(|s| s.trim() != "disabled")
-    {
-        return; // a scheduler is loaded here: not the case under test
+    if !is_root() {
+        skip(
+            "clients_say_when_nothing_runs",
+            "showing the program a sched_ext with nothing loaded takes root",
+        );
+        return;
     }
-    for args in [
+    let args: [&[&str]; 5] = [
         &["stats"][..],
         &["status"],
         &["--monitor", "1"],
         &["reset-stats"],
-    ] {
-        refuses(
-            &run(args),
-            1,
-            "no scx_sisutil instance is running",
-            &args.join(" "),
-        );
-    }
-    if is_root() {
-        refuses(
-            &run(&["set", "policy", "prop"]),
-            1,
-            "no scx_sisutil instance",
-            "set",
-        );
+        &["set", "policy", "prop"],
+    ];
+    // Nothing loaded, or another scheduler (enabled, but not ours).
+    for state in ["disabled", "enabled"] {
+        for a in args {
+            let Some(out) = with_sched_ext(Some(state), a) else {
+                skip(
+                    "clients_say_when_nothing_runs",
+                    "unshare cannot make a mount namespace here",
+                );
+                return;
+            };
+            refuses(
+                &out,
+                1,
+                "no scx_sisutil instance is running",
+                &format!("{} with sched_ext {state}", a.join(" ")),
+            );
+        }
     }
 }
 
@@ -233,7 +287,11 @@ fn non_root_callers_are_refused() {
 fn non_root_checks_hold_wherever_the_clone_lives() {
     use std::os::unix::fs::PermissionsExt;
     if !is_root() {
-        return; // switching to nobody needs root
+        skip(
+            "non_root_checks_hold_wherever_the_clone_lives",
+            "switching to nobody takes root",
+        );
+        return;
     }
     let home = std::env::temp_dir().join(format!("scx_sisutil-home-{}", std::process::id()));
     let clone = home.join("a clone").join("target");
@@ -249,24 +307,38 @@ fn non_root_checks_hold_wherever_the_clone_lives() {
 
 #[test]
 fn a_kernel_without_sched_ext_is_named() {
-    if !is_root() || Path::new("/sys/kernel/sched_ext").exists() {
-        return; // only meaningful as root on a kernel without sched_ext
+    if !is_root() {
+        skip(
+            "a_kernel_without_sched_ext_is_named",
+            "showing the program a kernel without sched_ext takes root",
+        );
+        return;
     }
-    let out = run(&["--policy", "util"]);
+    let Some(out) = with_sched_ext(None, &["--policy", "util"]) else {
+        skip(
+            "a_kernel_without_sched_ext_is_named",
+            "unshare cannot make a mount namespace here",
+        );
+        return;
+    };
     refuses(&out, 1, "this kernel has no sched_ext", "scheduler");
     assert!(
         !Path::new("/var/run/scx/root/stats").exists(),
         "a refused start leaves no socket behind"
     );
-    let out = run(&[
-        "bench",
-        "--preset",
-        "quick",
-        "--arms",
-        "eevdf,util",
-        "--out",
-        "/tmp/sisu-nosx",
-    ]);
+    let out = with_sched_ext(
+        None,
+        &[
+            "bench",
+            "--preset",
+            "quick",
+            "--arms",
+            "eevdf,util",
+            "--out",
+            "/tmp/sisu-nosx",
+        ],
+    )
+    .expect("the namespace was made a moment ago");
     refuses(&out, 1, "no sched_ext", "bench");
 }
 

@@ -1,5 +1,5 @@
 # The A/B harness end to end (2 LLCs x 4 CPUs), sized for CI: a quick run
-# of 2 arms x 2 iterations produces the seed-style table, a results file
+# of 2 arms x 2 iterations produces the review-style table, a results file
 # whose every sample is a real measurement, and plots; the kernel's own
 # SIS_UTIL arm is restored afterwards, and an interrupted run keeps what it
 # measured and leaves nothing loaded; a peer scheduler that fails is left
@@ -57,10 +57,30 @@ expect_error 1 "schbench is not installed" $SCHED bench --arms eevdf,util --benc
 log "the kernel's SIS_UTIL arm"
 F=/sys/kernel/debug/sched/features
 before=$(grep -o '[A-Z_]*SIS_UTIL' $F)
-$SCHED bench --preset quick --arms eevdf-nosisutil,eevdf --bench hackbench --groups 1 \
-	--iterations 1 --out /tmp/ab2 >/tmp/ab2.out 2>&1
-check "eevdf-nosisutil vs eevdf runs" [ $? -eq 0 ]
-check "SIS_UTIL is as it was ($before)" [ "$(grep -o '[A-Z_]*SIS_UTIL' $F)" = "$before" ]
+check "debugfs shows the kernel's SIS_UTIL on ($before)" [ "$before" = SIS_UTIL ]
+# features_during ARMS: runs one hackbench point under ARMS while sampling
+# the kernel's features every 50 ms; prints the harness's exit status and
+# whether NO_SIS_UTIL was ever seen.
+features_during() {
+	rm -f /tmp/ab2.seen
+	(while :; do
+		grep -qw NO_SIS_UTIL $F && : >/tmp/ab2.seen
+		sleep 0.05
+	done) >/dev/null 2>&1 &
+	_poll=$!
+	$SCHED bench --preset quick --arms "$1" --bench hackbench --groups 1 \
+		--iterations 1 --out /tmp/ab2 >/tmp/ab2.out 2>&1
+	_rc=$?
+	kill $_poll
+	wait $_poll 2>/dev/null
+	[ -e /tmp/ab2.seen ] && echo "rc=$_rc off" || echo "rc=$_rc on"
+}
+r=$(features_during eevdf-nosisutil,eevdf)
+check "the eevdf-nosisutil arm ran with the kernel's SIS_UTIL off ($r)" [ "$r" = "rc=0 off" ]
+check "SIS_UTIL is on again afterwards" [ "$(grep -o '[A-Z_]*SIS_UTIL' $F)" = SIS_UTIL ]
+# The same sampling sees no change under the plain eevdf arm.
+r=$(features_during eevdf)
+check "the eevdf arm ran with it on ($r)" [ "$r" = "rc=0 on" ]
 
 # The harness runs beside what it measures: while a benchmark runs it waits
 # for the benchmark's exit instead of polling it (a 20 ms poll made about

@@ -50,6 +50,10 @@ pair
 sleep 2
 n=$(together)
 log "without wake-affine: the pair shared an LLC in $n of 40 samples"
+# Every wakeup targets prev, which is idle between wakeups: only a pull of
+# a waiting end could bring the two together, and a ping-pong pair never
+# waits behind anything. Measured: 0 of 40; a tenth is the bound.
+check "without wake-affine the pair stays split (at most 4 of 40 samples together)" [ "$n" -le 4 ]
 s=$($SCHED stats --json)
 check "no wake-affine targets counted" [ "$(json_field wake_affine "$s")" -eq 0 ]
 unpair
@@ -76,24 +80,30 @@ w=$(json_field wakeups "$s")
 aff=$(json_field wake_affine "$s")
 log "hackbench: $aff of $w wakeups targeted the waker's CPU"
 check "hackbench wakeups were counted" [ "$w" -gt 1000 ]
+# Measured: 20% (2299 of 11769). A waker alone on its CPU is common
+# between hackbench's bursts; without wake-affine the count is 0 (above).
+check "a share of hackbench's wakeups went affine (at least 2%)" [ $((aff * 50)) -ge "$w" ]
 
-# New tasks start where the kernel's fork balancing puts them: two threads
-# forked from a busy parent go one to each LLC (filling the parent's LLC
-# first kept both beside it). Each LLC is a node here, so after the fork
-# a barrier's synchronous wakeup may draw a thread to the other's node, or
-# a moment's load by this shell may send one there (both as the kernel
-# would, and then two threads on 4 CPUs are within its NUMA allowance): of
-# up to three runs, one must keep them apart.
-for try in 1 2 3; do
+# New tasks start where the kernel's fork balancing puts them: of two
+# threads forked from a busy parent, the first stays in the parent's LLC
+# (its node runs one task, within imb_numa_nr = 2 of the idler one), and
+# the second goes to the other LLC (the parent's node would run 3). Where
+# each thread first ran is that decision, before a barrier's wakeup may
+# draw one to the other's LLC, as the kernel's wake-affine would: the rule
+# is deterministic, so every one of RUNS runs must show it.
+RUNS=3
+split=0
+forks=0
+for try in $(seq $RUNS); do
 	$SCHED reset-stats >/dev/null
 	r=$($SCHED streambench --threads 2 --runs 4 --elements 262144 --json | tail -n 1)
-	llcs=$(json_field llcs_used "$r")
-	forks=$(json_field wake_fork "$($SCHED stats --json)")
-	log "run $try: STREAM's 2 threads ran in $llcs LLCs (mean over kernels); $forks fork(s) placed by fork balancing"
-	awk "BEGIN { exit !($llcs >= 1.9) }" && break
+	f=$(json_field wake_fork "$($SCHED stats --json)")
+	log "run $try: STREAM's 2 threads started in $(json_field start_llcs "$r") LLC(s), ran in $(json_field llcs_used "$r") (mean over kernels); $f fork(s) placed by fork balancing"
+	[ "$(json_field start_llcs "$r")" = 2.0 ] && split=$((split + 1))
+	[ "$f" -ge 2 ] && forks=$((forks + 1))
 done
-check "two threads started together run in both LLCs" awk "BEGIN { exit !($llcs >= 1.9) }"
-check "their forks were placed by fork balancing" [ "$forks" -ge 2 ]
+check "two threads forked together started in both LLCs ($split of $RUNS runs)" [ $split -eq $RUNS ]
+check "their forks were placed by fork balancing ($forks of $RUNS runs)" [ $forks -eq $RUNS ]
 
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]

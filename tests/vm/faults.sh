@@ -83,9 +83,17 @@ d0=$(($(count n0) - a0))
 d19=$(($(count n19) - a19))
 kill $q1 $q2
 wait $q1 $q2 2>/dev/null
-log "in 10 s: nice 0 counted $d0, nice 19 counted $d19 (weights 1024:15, about 68:1 in CPU time)"
+# sched_ext hands a BPF scheduler the fair class's weights scaled to 100
+# for nice 0: nice 19's 15 of 1024 becomes round(1.46) = 1. Virtual time
+# charged at 100 / weight gives the two tasks CPU time, and so counts,
+# about 100:1 (measured: 135:1). The bounds are half and twice that: more
+# than twice its share means the weight was not applied (the fair class's
+# own 68:1 is within them), less than half is starvation the weight does
+# not explain (the starvation rescue would lift it back to one slice a
+# second, 330:1 with 3 ms slices).
+log "in 10 s: nice 0 counted $d0, nice 19 counted $d19 (ratio $((d0 / (d19 + (d19 == 0))))), about 100:1 expected)"
 check "nice 19 made progress" [ "$d19" -gt 0 ]
-check "nice 0 got at least 5x the CPU of nice 19" [ "$d0" -gt $((5 * d19)) ]
+check "nice 0 got 50x to 200x the CPU of nice 19" within $((50 * d19)) "$d0" $((200 * d19))
 
 log "userspace stopped"
 # depth0 JSON: % of the scans that had depth 0.

@@ -1,11 +1,13 @@
 # Helpers for the tests that run inside the VM (busybox sh). Each check
-# prints "ok - ..." or "not ok - ..."; finish prints "N passed, N failed"
-# and fails the test if any check failed.
+# prints "ok - ...", "not ok - ..." or, when it cannot run here, "skip -
+# ... : why"; finish prints "N passed, N failed, N skipped" and fails the
+# test if any check failed.
 
 SCHED=scx_sisutil
 STATE=/sys/kernel/sched_ext/state
 CHECKS=0
 FAILS=0
+SKIPS=0
 
 log() { echo "# $*"; }
 
@@ -18,6 +20,12 @@ fail() {
 	CHECKS=$((CHECKS + 1))
 	FAILS=$((FAILS + 1))
 	echo "not ok - $*"
+}
+
+# skip DESCRIPTION WHY: a check that cannot run here, and why.
+skip() {
+	SKIPS=$((SKIPS + 1))
+	echo "skip - $1: $2"
 }
 
 # check DESCRIPTION COMMAND...: passes if the command succeeds.
@@ -66,6 +74,16 @@ stop_sched() {
 	SCHED_RC=$?
 }
 
+# switch_to POLICY: switches the running instance to POLICY; true when it
+# answered with the new policy and its statistics report it.
+switch_to() {
+	_out=$($SCHED set policy "$1" 2>&1) || {
+		echo "# set policy $1: $_out"
+		return 1
+	}
+	says "$_out" "^policy $1," && [ "$(json_str policy "$($SCHED stats --json)")" = "$1" ]
+}
+
 # expect_error RC PATTERN COMMAND...: the command exits with RC and says
 # one line on stderr, which matches PATTERN.
 expect_error() {
@@ -103,6 +121,11 @@ sum() {
 	_s=0
 	for _n in "$@"; do _s=$((_s + _n)); done
 	echo $_s
+}
+
+# within LOW X HIGH: LOW <= X <= HIGH (integers).
+within() {
+	[ "$1" -le "$2" ] && [ "$2" -le "$3" ]
 }
 
 # says TEXT ERE: a line of TEXT matches ERE (for check, which cannot take
@@ -160,6 +183,6 @@ finish() {
 			grep -A80 "triggered exit" "$_l" | sed 's/^/#   /'
 		fi
 	done
-	echo "$((CHECKS - FAILS)) passed, $FAILS failed"
+	echo "$((CHECKS - FAILS)) passed, $FAILS failed, $SKIPS skipped"
 	[ "$FAILS" -eq 0 ]
 }

@@ -66,9 +66,14 @@ for i in $(seq 20); do
 done
 log "spinners' CPUs (a: started in node 0, b: in node 1):$(echo $seen | tr ' ' '\n' | sort | uniq -c | tr -s ' \n' ' ')"
 # A node whose spinners and this shell keep it busy past capacity / 1.17
-# is overloaded by the kernel's rule, and then a spinner may leave it: the
-# strays are logged, not judged; the pull counts below are.
+# is overloaded by the kernel's rule, and then a spinner may leave it for
+# a while: the sampling reader is such an extra task on CPU 3 for a few ms
+# of every 200, so a stray is possible but rare. Measured: 0 of 120. A
+# tenth is the bound; a scheduler that let queued work cross to the
+# nearest idle CPU in index order sends LLC 3's waiting spinner to node 0
+# in most samples.
 log "samples that found a spinner in the other node: $strays of 120"
+check "queued spinners stayed in their nodes (at most 12 of 120 samples astray)" [ "$strays" -le 12 ]
 spread() { for p in "$@"; do cpu $p; done | sort -u | wc -l; }
 log "CPUs each group ran on at the end: $(spread $A) and $(spread $B)"
 s=$($SCHED stats --json)
@@ -202,9 +207,15 @@ ml=$(json_field wake_moved_llc "$s")
 mn=$(json_field wake_moved_node "$s")
 log "hackbench: $w wakeups, $ml to another LLC, $mn to another node"
 check "wakeups were counted" [ "$w" -gt 1000 ]
-check "a node change is an LLC change" [ "$mn" -le "$ml" ]
-check "and an LLC change a wakeup" [ "$ml" -le "$w" ]
+# Sanity (true by how the counters are kept): a node change is an LLC
+# change, and an LLC change a wakeup.
+check "sanity: node changes <= LLC changes <= wakeups" within "$mn" "$ml" "$w"
 check "some wakeups changed LLC" [ "$ml" -gt 0 ]
+# The behaviour: a wakeup's target is prev or, within the node, the
+# waker's CPU, and the scan stays in the target's LLC, so LLC changes stay
+# inside the node. A rule that took the waker's CPU across the socket
+# would move about half of them there. 1% allows the rare fallback path.
+check "LLC changes stayed in their node ($mn of $ml crossed)" [ $((mn * 100)) -le "$ml" ]
 check "no pull was counted between nodes of one package (there is none)" [ "$(json_field pull_package "$s")" -eq 0 ]
 check "the text report shows pulls by distance" says "$($SCHED stats)" \
 	'pulls llc [0-9]+ node [0-9]+ package 0 remote [0-9]+'

@@ -1,4 +1,4 @@
-# The seed's two service workloads through the A/B harness, under util
+# The review's two service workloads through the A/B harness, under util
 # and EEVDF, on two nodes: STREAM (streambench) and YCSB against a real
 # PostgreSQL server. Each completes with sane numbers, the server is gone
 # afterwards, a server killed mid-run gives failed samples and one clear
@@ -32,9 +32,9 @@ $SCHED bench --preset quick --arms eevdf,util --bench stream,ycsb --iterations 2
 rc=$?
 check "bench exits 0" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || sed 's/^/#   /' /tmp/svc.err
-check "STREAM in the seed's layout" grep -q "^ *Copy:  *[0-9]" /tmp/svc.out
+check "STREAM in the review's layout" grep -q "^ *Copy:  *[0-9]" /tmp/svc.out
 check "where STREAM's threads ran" grep -q "where the threads ran" /tmp/svc.out
-check "ycsb in the seed's layout" grep -Eq "^ *util: +[0-9.]+ \(var: [0-9.]+\) +\(-?[0-9.]+%\)" /tmp/svc.out
+check "ycsb in the review's layout" grep -Eq "^ *util: +[0-9.]+ \(var: [0-9.]+\) +\(-?[0-9.]+%\)" /tmp/svc.out
 copy=$(values Copy $R/results.json)
 ops=$(values ops $R/results.json)
 check "every STREAM sample has a positive rate" all_positive "$copy"

@@ -41,7 +41,7 @@ check "loads" start_sched /tmp/sched.log --policy util
 
 for p in ${STRESS_POLICIES:-util prop full none builtin}; do
 	log "$p under load for ${SECS}s"
-	$SCHED set policy $p >/dev/null
+	check "switched to $p" switch_to $p
 	check "tbench finished under $p" load "$SECS"
 	check "still loaded after the load under $p" [ "$(state)" = enabled ]
 	check "the scheduler process is alive" kill -0 "$SCHED_PID"
@@ -49,11 +49,13 @@ for p in ${STRESS_POLICIES:-util prop full none builtin}; do
 done
 
 log "switching policies every second under load for ${SECS}s"
+# Every answer goes to /tmp/switches: one line per switch, the policy
+# asked for and the one the instance answered with.
 (
 	i=0
 	while [ $i -lt "$SECS" ]; do
 		for p in util prop full none builtin; do
-			$SCHED set policy $p >/dev/null 2>&1
+			echo "$p $($SCHED set policy $p 2>&1 | cut -d, -f1)" >>/tmp/switches
 			sleep 1
 			i=$((i + 1))
 		done
@@ -63,7 +65,13 @@ sw=$!
 check "tbench finished while switching" load "$SECS"
 wait $sw
 check "still loaded after switching under load" [ "$(state)" = enabled ]
-check "it switched all along" [ "$(grep -c 'switched:' /tmp/sched.log)" -ge $((SECS / 2)) ]
+n=$(wc -l </tmp/switches)
+bad=$(awk '$2 != "policy" || $3 != $1' /tmp/switches | wc -l)
+log "$n switches under load, $bad not answered with the policy asked for"
+awk '$2 != "policy" || $3 != $1' /tmp/switches | head -n 5 | sed 's/^/#   /'
+check "it switched all along (about one a second)" [ "$n" -ge $((SECS * 3 / 4)) ]
+check "every switch was answered with the policy asked for" [ "$bad" -eq 0 ]
+check "the instance logged each of them" [ "$(grep -c 'switched:' /tmp/sched.log)" -ge "$n" ]
 
 kill $srv 2>/dev/null
 stop_sched TERM

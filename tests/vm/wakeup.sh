@@ -30,7 +30,7 @@ while [ $i -lt $ROUNDS ]; do
 	bench eevdf
 	check "round $i: loads with --policy util" start_sched /tmp/sched$i.log --policy util
 	bench util
-	$SCHED set policy prop >/dev/null
+	check "round $i: switched to prop" switch_to prop
 	bench prop
 	s=$($SCHED stats --json)
 	log "round $i (prop): $(json_field wakeups "$s") wakeups, $(json_field queued_wakeups "$s") placed in enqueue"
