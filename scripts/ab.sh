@@ -5,14 +5,14 @@
 #
 #   scripts/ab.sh [--shape 2x4] [--out DIR] [--add SRC[:DST]]... [-- BENCH-OPTIONS...]
 #
-# BENCH-OPTIONS go to `scx_sisutil bench` (arms, benchmarks, sizes; see
-# `scx_sisutil bench --help`), e.g.
+# BENCH-OPTIONS go to `sisutil-lab bench` (arms, benchmarks, sizes; see
+# `sisutil-lab bench --help`), e.g.
 #   scripts/ab.sh --shape 1x8 -- --arms eevdf,eevdf-nosisutil,util,full --bench hackbench
 # Results land in results/<date>-<shape>/ unless --out says otherwise.
 # --add puts a program into the guest (scripts/vm.sh's --add): a peer
 # scheduler for --arm NAME=COMMAND, or a schbench you built for --bench
 # schbench, e.g. --add ~/schbench/schbench:/usr/bin/schbench. On a machine
-# with sched_ext, run `sudo scx_sisutil bench ...` directly instead.
+# with sched_ext, run `sudo sisutil-lab bench ...` directly instead.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,7 +39,7 @@ OUT=${OUT:-results/$(date -u +%Y%m%d-%H%M%S)-$SHAPE}
 if [[ $(id -u) -eq 0 ]]; then
 	scripts/setup.sh >/dev/null
 fi
-cargo build --release --locked
+cargo build --release --locked --workspace
 
 args=""
 for a in "$@"; do
@@ -50,7 +50,7 @@ done
 mkdir -p "$OUT"
 set +e
 scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" --console "$OUT/console.log" "${ADD[@]}" -- \
-	"scx_sisutil bench --out /results$args"
+	"sisutil-lab bench --out /results$args"
 rc=$?
 set -e
 if [[ -f $OUT/results.json ]]; then

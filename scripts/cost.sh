@@ -46,7 +46,7 @@ done
 if [[ $(id -u) -eq 0 ]]; then
 	scripts/setup.sh >/dev/null
 fi
-cargo build --release --locked
+cargo build --release --locked --workspace
 
 OUT=${OUT:-results/$(date -u +%Y%m%d)-$SHAPE-cost}
 mkdir -p "$OUT"

@@ -28,7 +28,7 @@ done
 if [[ $(id -u) -eq 0 ]]; then
 	scripts/setup.sh
 fi
-cargo build --release --locked
+cargo build --release --locked --workspace
 
 exec scripts/vm.sh --shape "$SHAPE" -- "
 scx_sisutil ${ARGS[*]} 2>/tmp/sched.log &

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs scx_sisutil: builds it, puts the binary in PREFIX/bin (default
 # /usr/local), and its systemd unit and options file where systemd looks.
-# Idempotent; an existing /etc/default/scx_sisutil is kept.
+# Idempotent; an existing /etc/default/scx_sisutil is kept. --lab installs
+# the lab (sisutil-lab: A/B runs, workloads, reports) beside it; the
+# scheduler itself carries none of it.
 #
-#   sudo scripts/install.sh [--prefix DIR] [--no-service]
+#   sudo scripts/install.sh [--prefix DIR] [--no-service] [--lab]
 #
 # Then: systemctl enable --now scx_sisutil   (or, with the scx project's
 # scx.service: SCX_SCHEDULER=scx_sisutil in /etc/default/scx)
@@ -14,11 +16,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ROOT/scripts/lib/target-dir.sh"
 PREFIX=/usr/local
 SERVICE=1
+LAB=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--prefix) PREFIX=$2; shift 2 ;;
 	--no-service) SERVICE=0; shift ;;
-	-h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--lab) LAB=1; shift ;;
+	-h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -31,6 +35,11 @@ fi
 (cd "$ROOT" && cargo build --release --locked)
 install -D -m 0755 "$TARGET/release/scx_sisutil" "$PREFIX/bin/scx_sisutil"
 echo "install.sh: $PREFIX/bin/scx_sisutil ($("$PREFIX/bin/scx_sisutil" --version))"
+if ((LAB)); then
+	(cd "$ROOT" && cargo build --release --locked -p sisutil_lab)
+	install -D -m 0755 "$TARGET/release/sisutil-lab" "$PREFIX/bin/sisutil-lab"
+	echo "install.sh: $PREFIX/bin/sisutil-lab"
+fi
 ((SERVICE)) || exit 0
 
 unit=/etc/systemd/system/scx_sisutil.service

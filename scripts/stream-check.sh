@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks streambench against the STREAM it stands for, on this machine:
 # the original (stream.c, built by you from its public source with OpenMP
-# and the same array size) and `scx_sisutil streambench`, run alternately
+# and the same array size) and `sisutil-lab streambench`, run alternately
 # with the same threads and array size, each its best rate per kernel.
 # Runs on any kernel (no scheduler is loaded); the point is that the two
 # measure the same thing, kernel by kernel.
@@ -42,8 +42,8 @@ size=$("$STREAM" | sed -n 's/^Array size = \([0-9]*\).*/\1/p' | head -n1)
 	echo "stream-check.sh: $STREAM was built for ${size:-an unknown number of} elements, not $ELEMENTS (-DSTREAM_ARRAY_SIZE)" >&2
 	exit 2
 }
-cargo build --release --locked >&2
-BIN=$TARGET/release/scx_sisutil
+cargo build --release --locked --workspace >&2
+BIN=$TARGET/release/sisutil-lab
 
 # Alternate the two, one line per run and kernel: "<who> <kernel> <MB/s>".
 for ((r = 1; r <= ROUNDS; r++)); do

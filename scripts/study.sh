@@ -23,7 +23,7 @@
 #                          for hackbench 1 and 16 groups and tbench at 4x the
 #                          CPUs
 # Each holds results.json, report.txt and plots/; DIR/summary.md and
-# DIR/plots put all shapes side by side (scx_sisutil study-summary). The
+# DIR/plots put all shapes side by side (sisutil-lab study-summary). The
 # sizes fit a 2-core host running 16-vCPU VMs under TCG: about 17 minutes a
 # shape. --quick runs tiny sizes to check it end to end.
 #
@@ -131,5 +131,5 @@ for shape in "${shapes[@]}"; do
 			--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 	fi
 done
-"$TARGET/release/scx_sisutil" study-summary "$OUT"
+"$TARGET/release/sisutil-lab" study-summary "$OUT"
 echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,services,shadow}, the summary in $OUT/summary.md"

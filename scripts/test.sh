@@ -44,13 +44,13 @@ section() { printf '\n=== %s\n' "$*"; }
 
 if ((UNIT)); then
 	section "format"
-	cargo fmt --check
+	cargo fmt --all --check
 	section "clippy"
-	cargo clippy --release --all-targets --locked -- -D warnings
+	cargo clippy --release --workspace --all-targets --locked -- -D warnings
 	section "unit tests"
 	# Tests that cannot run here (not root, say) record why.
 	SKIPS=$(mktemp)
-	SCX_SISUTIL_SKIPS=$SKIPS cargo test --release --locked
+	SCX_SISUTIL_SKIPS=$SKIPS cargo test --release --locked --workspace
 	if [[ -s $SKIPS ]]; then
 		echo "skipped ($(wc -l <"$SKIPS")):"
 		sed 's/^/  /' "$SKIPS"
@@ -61,7 +61,7 @@ fi
 ((VM)) || exit 0
 
 section "build"
-cargo build --release --locked
+cargo build --release --locked --workspace
 
 mkdir -p target/vm-logs
 passed=0

@@ -8,7 +8,8 @@
 # The guest is a minimal initramfs: busybox, the scheduler, the benchmarks
 # (hackbench, tbench, stress-ng, perf's sched benches, PostgreSQL when present) and the
 # shared libraries they need. The project's tests/ folder is at /tests and
-# the scheduler at /usr/bin/scx_sisutil, scripts/guest/ at /guest. The command's stdout and stderr
+# the scheduler at /usr/bin/scx_sisutil, the lab at /usr/bin/sisutil-lab,
+# scripts/guest/ at /guest. The command's stdout and stderr
 # arrive on this script's stdout (second serial port); the kernel console
 # goes to a log file (--console FILE, or printed on failure).
 set -euo pipefail
@@ -21,6 +22,7 @@ MEM=2G
 TIMEOUT=900
 ACCEL=auto
 BIN=$TARGET/release/scx_sisutil
+LAB=$TARGET/release/sisutil-lab
 CONSOLE=
 OUTDIR=
 EXTRA=()
@@ -42,6 +44,7 @@ usage: scripts/vm.sh [options] [--] COMMAND...
   --timeout S    kill the guest after S seconds (default 900)
   --accel A      auto (KVM where it boots, else TCG), kvm or tcg
   --bin PATH     scheduler binary (default target/release/scx_sisutil)
+  --lab PATH     lab binary (default target/release/sisutil-lab)
   --add SRC[:DST] put a file or folder into the guest (DST defaults to SRC)
   --console FILE keep the kernel console log there
   --out DIR      copy what the command leaves in the guest's /results to DIR
@@ -61,6 +64,7 @@ while [[ $# -gt 0 ]]; do
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--accel) ACCEL=$2; shift 2 ;;
 	--bin) BIN=$2; shift 2 ;;
+	--lab) LAB=$2; shift 2 ;;
 	--add) EXTRA+=("$2"); shift 2 ;;
 	--console) CONSOLE=$2; shift 2 ;;
 	--out) OUTDIR=$2; shift 2 ;;
@@ -73,7 +77,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || die "no command given (see --help)"
 [[ $TIMEOUT =~ ^[0-9]+$ && $TIMEOUT -gt 0 ]] || die "--timeout wants a positive number of seconds"
-[[ -x $BIN ]] || die "scheduler binary $BIN not found; build it with cargo build --release"
+[[ -x $BIN ]] || die "scheduler binary $BIN not found; build it with cargo build --release --workspace"
+[[ -x $LAB ]] || die "lab binary $LAB not found; build it with cargo build --release --workspace"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run scripts/setup.sh"
 
 # Topology. Intel CPU models report one L3 per die: the short form makes
@@ -146,6 +151,7 @@ for applet in $("$BUSYBOX" --list); do
 done
 
 add_bin "$BIN" /usr/bin/scx_sisutil
+add_bin "$LAB" /usr/bin/sisutil-lab
 for tool in hackbench tbench tbench_srv stress-ng taskset chrt nice nproc bpftool perf socat; do
 	path=$(command -v "$tool" 2>/dev/null || true)
 	# Some Debian releases ship bpftool and perf as version wrappers;

@@ -5,8 +5,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 
+use crate::control::{Change, Status};
 use crate::policy::Policy;
 use crate::sched::Settings;
+use sisutil_proto::policy::Shadow;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -122,47 +124,6 @@ pub enum Cmd {
     ResetStats,
     /// Print the running instance's settings
     Status,
-    /// Compare policies with real benchmarks (A/B), arms interleaved;
-    /// prints, saves and plots the comparison (run as root)
-    Bench(Box<crate::bench::BenchOpts>),
-    /// Compare two results files of `bench`
-    Compare {
-        a: std::path::PathBuf,
-        b: std::path::PathBuf,
-        /// Significance level of the t-test
-        #[arg(long, default_value_t = 0.05)]
-        alpha: f64,
-    },
-    /// Print the report and write the plots of a results file again
-    Plot {
-        results: std::path::PathBuf,
-        /// Folder for the plots (default: plots/ beside the file)
-        #[arg(long)]
-        out: Option<std::path::PathBuf>,
-    },
-    /// Print one table (or verdict) of one or more results files, as the
-    /// documents quote them
-    Table(crate::bench::cite::TableOpts),
-    /// Check that every table a document quotes still matches its results
-    /// (paths from the current folder: run it at the top of the repository)
-    Docs {
-        /// Markdown files
-        #[arg(required = true)]
-        files: Vec<std::path::PathBuf>,
-        /// Write the commands' output into the documents instead
-        #[arg(long)]
-        update: bool,
-    },
-    /// Summarize a study (scripts/study.sh's folder): DIR/summary.md, with
-    /// every shape's results and search figures, and DIR/plots
-    StudySummary { dir: std::path::PathBuf },
-    /// The wakeup-latency workload: message threads waking worker threads
-    Wakebench(crate::wakebench::Config),
-    /// The memory-bandwidth workload: STREAM's four kernels on threads that
-    /// start together
-    Streambench(crate::streambench::Config),
-    /// The key-value load: YCSB's workloads A, B, C against PostgreSQL
-    Ycsb(crate::ycsb::Config),
     /// Internal: removes the socket once the scheduler that started it ends
     #[command(name = "__watch-socket", hide = true)]
     WatchSocket,
@@ -177,7 +138,7 @@ pub enum SetCmd {
     },
     /// The shadow policy, or "off"
     Shadow {
-        #[arg(value_parser = parse_shadow)]
+        #[arg(value_parser = |s: &str| s.parse::<Shadow>())]
         shadow: Shadow,
     },
     /// The small-LLC rule's width, or "off"
@@ -185,20 +146,6 @@ pub enum SetCmd {
         #[arg(value_parser = parse_small_llc)]
         n: u32,
     },
-}
-
-/// A shadow policy, or none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shadow(pub Option<Policy>);
-
-fn parse_shadow(s: &str) -> Result<Shadow, String> {
-    if s == "off" {
-        return Ok(Shadow(None));
-    }
-    match <Policy as clap::ValueEnum>::from_str(s, false) {
-        Ok(p) if p.can_shadow() => Ok(Shadow(Some(p))),
-        _ => Err(format!("expected off, util, prop, full or none, got {s:?}")),
-    }
 }
 
 fn parse_small_llc(s: &str) -> Result<u32, String> {
@@ -222,16 +169,25 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 
 impl RunOpts {
     pub fn settings(&self) -> Result<Settings, String> {
-        if let Some(s) = self.shadow {
-            if !s.can_shadow() {
-                return Err(format!("--shadow {s}: {s} cannot be a shadow policy"));
-            }
-            if s == self.policy {
-                return Err(format!("--shadow {s}: must differ from --policy"));
-            }
-            if self.no_scan_stats {
-                return Err("--shadow needs the scan statistics (drop --no-scan-stats)".into());
-            }
+        // The settings a run may change are checked as a change at run
+        // time is, from the defaults; what only a start sets, here.
+        let start = Change {
+            policy: Some(self.policy),
+            shadow: Some(self.shadow),
+            small_llc: Some(self.small_llc),
+            reset: false,
+        };
+        let defaults = Status {
+            policy: Policy::Util,
+            shadow: None,
+            small_llc: 0,
+            switches: 0,
+        };
+        start
+            .apply_to(&defaults)
+            .map_err(|e| format!("--policy/--shadow: {e}"))?;
+        if self.shadow.is_some() && self.no_scan_stats {
+            return Err("--shadow needs the scan statistics (drop --no-scan-stats)".into());
         }
         Ok(Settings {
             policy: self.policy,

@@ -1,25 +1,20 @@
 //! scx_sisutil: wires the command line to the scheduler, the run-time
-//! switch and the statistics monitor.
+//! switch and the statistics monitor. What the lab shares with it (the
+//! policies' names, the topology, the statistics' schema, the socket's
+//! client) is sisutil_proto's.
 
-mod bench;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
-mod control;
-mod monitor;
 mod op_time;
 mod policy;
 mod sched;
 mod server;
 mod socket;
 mod stats;
-mod streambench;
-mod sysfs;
-mod tables;
-mod topology;
 mod utilisation;
-mod wakebench;
-mod ycsb;
+
+use sisutil_proto::{control, monitor, sysfs, topology};
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -60,7 +55,7 @@ fn main() -> ExitCode {
 fn is_client(opts: &Opts) -> bool {
     match &opts.cmd {
         None => opts.run.monitor.is_some(),
-        Some(Cmd::Bench(_)) | Some(Cmd::WatchSocket) => false,
+        Some(Cmd::WatchSocket) => false,
         Some(_) => true,
     }
 }
@@ -144,27 +139,6 @@ fn run(opts: Opts) -> Result<()> {
             Ok(())
         }
         Some(Cmd::WatchSocket) => socket::run_watcher(),
-        Some(Cmd::Bench(b)) => bench::run(&b, shutdown_flag()?),
-        Some(Cmd::Compare { a, b, alpha }) => {
-            if !(alpha > 0.0 && alpha < 1.0) {
-                return Err(anyhow!("--alpha must be between 0 and 1"));
-            }
-            bench::compare(&a, &b, alpha)
-        }
-        Some(Cmd::Plot { results, out }) => bench::replot(&results, out.as_deref()),
-        Some(Cmd::Table(t)) => {
-            print!("{}", bench::cite::render(&t, std::path::Path::new("."))?);
-            Ok(())
-        }
-        Some(Cmd::Docs { files, update }) => bench::cite::docs(&files, update),
-        Some(Cmd::StudySummary { dir }) => {
-            let path = bench::study::summarize(&dir)?;
-            println!("{}", path.display());
-            Ok(())
-        }
-        Some(Cmd::Wakebench(cfg)) => wakebench::main(&cfg),
-        Some(Cmd::Streambench(cfg)) => streambench::main(&cfg),
-        Some(Cmd::Ycsb(cfg)) => ycsb::main(&cfg),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);
             Ok(())

@@ -1,78 +1,12 @@
-//! The idle-CPU search policies and SIS_UTIL's depth math.
+//! SIS_UTIL's depth math (the policies themselves are named in
+//! sisutil_proto::policy).
 //!
 //! SIS_PROP's math runs at every wakeup and so lives on the BPF side, in
 //! `src/bpf/sis_prop.h`; its unit tests below run that same header,
 //! compiled for the host by build.rs.
 
-use std::fmt;
-
-use serde::{Deserialize, Serialize};
-
 use crate::bpf_intf;
-
-/// How many CPUs of the target's LLC a wakeup may search for an idle one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    /// SIS_UTIL (Linux 6.0+): depth from the LLC's utilisation
-    Util,
-    /// SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost
-    Prop,
-    /// Scan the whole LLC, no depth limit
-    Full,
-    /// Never scan the LLC: only target, prev, recent CPU, SMT sibling
-    None,
-    /// sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)
-    Builtin,
-}
-
-impl Policy {
-    pub const ALL: [Policy; 5] = [
-        Policy::Util,
-        Policy::Prop,
-        Policy::Full,
-        Policy::None,
-        Policy::Builtin,
-    ];
-
-    /// The value of `enum sisu_policy` in BPF.
-    pub fn to_bpf(self) -> u32 {
-        match self {
-            Policy::Util => bpf_intf::sisu_policy_SISU_POL_UTIL,
-            Policy::Prop => bpf_intf::sisu_policy_SISU_POL_PROP,
-            Policy::Full => bpf_intf::sisu_policy_SISU_POL_FULL,
-            Policy::None => bpf_intf::sisu_policy_SISU_POL_NONE,
-            Policy::Builtin => bpf_intf::sisu_policy_SISU_POL_BUILTIN,
-        }
-    }
-
-    #[cfg(test)]
-    pub fn from_bpf(v: u32) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.to_bpf() == v)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Util => "util",
-            Policy::Prop => "prop",
-            Policy::Full => "full",
-            Policy::None => "none",
-            Policy::Builtin => "builtin",
-        }
-    }
-
-    /// Whether the policy can be judged beside another one: the built-in
-    /// selection cannot be replayed without claiming CPUs.
-    pub fn can_shadow(self) -> bool {
-        self != Policy::Builtin
-    }
-}
-
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use sisutil_proto::policy::Policy;
 
 /// imbalance_pct of the kernel's LLC (MC) domain.
 pub const LLC_IMBALANCE_PCT: u64 = 117;
@@ -176,18 +110,6 @@ mod tests {
     #[test]
     fn overloaded_sums_do_not_overflow() {
         assert_eq!(nr_idle_scan(u32::MAX as u64, 4), 0);
-    }
-
-    #[test]
-    fn bpf_values_round_trip() {
-        for p in Policy::ALL {
-            assert_eq!(Policy::from_bpf(p.to_bpf()), Some(p));
-        }
-        assert_eq!(
-            Policy::from_bpf(bpf_intf::sisu_policy_SISU_NR_POLICIES),
-            None
-        );
-        assert!(!Policy::Builtin.can_shadow());
     }
 }
 

@@ -23,7 +23,7 @@ use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::Status;
 use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy};
-use crate::server::{Reply, Request, Server};
+use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics};
 use crate::sysfs;
 use crate::topology::{self, Layout, Span};
@@ -242,8 +242,14 @@ impl<'a> Scheduler<'a> {
     fn serve(&mut self) -> Result<()> {
         loop {
             match self.server.jobs().try_recv() {
-                Ok(job) => {
-                    let _ = job.reply.send(self.handle(job.req));
+                Ok(Job::Stats(tx)) => {
+                    let _ = tx.send(self.metrics().unwrap_or_else(|e| {
+                        warn!("cannot read the statistics: {e:#}");
+                        Metrics::default()
+                    }));
+                }
+                Ok(Job::Control(change, tx)) => {
+                    let _ = tx.send(self.apply(&change));
                 }
                 Err(TryRecvError::Empty) => return Ok(()),
                 Err(TryRecvError::Disconnected) => bail!("the stats server stopped"),
@@ -283,19 +289,6 @@ impl<'a> Scheduler<'a> {
                 ptr::write_volatile(&mut rec.sum_util, sum as u32);
                 ptr::write_volatile(&mut rec.nr_idle_scan, nr as u32);
             }
-        }
-    }
-
-    fn handle(&mut self, req: Request) -> Reply {
-        match req {
-            Request::Stats => match self.metrics() {
-                Ok(m) => Reply::Stats(Box::new(m)),
-                Err(e) => {
-                    warn!("cannot read the statistics: {e:#}");
-                    Reply::Stats(Box::default())
-                }
-            },
-            Request::Control(change) => Reply::Control(self.apply(&change)),
         }
     }
 
@@ -380,7 +373,7 @@ impl<'a> Scheduler<'a> {
                 .map(|((op, now), base)| (op.to_string(), now.since(base)))
                 .collect(),
         };
-        Ok(Metrics::new(&counters, ctx))
+        Ok(stats::metrics(&counters, ctx))
     }
 
     fn llc_metrics(&self, scans: &[LlcScans]) -> Vec<LlcMetrics> {

@@ -1,7 +1,9 @@
 //! The stats socket, which also carries the run-time switch: scx_stats'
 //! wire protocol (one JSON request per line, `{"req": "stats" |
-//! "stats_meta", "args": {...}}`; one JSON reply per line, `{"errno": N,
-//! "args": {"resp": ...}}`), served within bounds.
+//! "stats_meta" | "control", "args": {...}}`; one JSON reply per line,
+//! `{"errno": N, "args": {"resp": ...}}`), served within bounds. A
+//! "control" request carries a change of settings (sisutil_proto's
+//! control) and is answered with the settings that result.
 //!
 //! Not the scx_stats crate's server: it starts a thread per connection
 //! without limit and reads each request with an unbounded `read_line`, so
@@ -30,12 +32,11 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use crossbeam::channel::{unbounded, Receiver, Sender};
+use crossbeam::channel::{bounded, unbounded, Receiver, Sender};
 use log::warn;
 use scx_stats::prelude::*;
 use serde_json::{json, Value};
@@ -43,18 +44,11 @@ use serde_json::{json, Value};
 use crate::control::{self, Change, Status};
 use crate::stats::Metrics;
 
-/// Requests from the socket's threads to the scheduler's loop.
-#[derive(Clone, Debug)]
-pub enum Request {
-    Stats,
-    Control(Change),
-}
-
-/// The loop's answers.
-#[derive(Clone, Debug)]
-pub enum Reply {
-    Stats(Box<Metrics>),
-    Control(Result<Status, String>),
+/// A request from the socket's threads for the scheduler's loop, with
+/// the channel its own kind of answer goes back on.
+pub enum Job {
+    Stats(Sender<Metrics>),
+    Control(Change, Sender<Result<Status, String>>),
 }
 
 pub const MAX_CLIENTS: usize = 32;
@@ -67,12 +61,6 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a connection's thread wakes to check its deadlines.
 const TICK: Duration = Duration::from_millis(250);
 const STACK: usize = 256 * 1024;
-
-/// A request for the scheduler's loop and where its reply goes.
-pub struct Job {
-    pub req: Request,
-    pub reply: mpsc::Sender<Reply>,
-}
 
 /// What the acceptor knows of a connection, to choose one to evict.
 struct Slot {
@@ -320,31 +308,27 @@ impl Conn {
         match req.req.as_str() {
             "stats_meta" => Ok((*self.meta).clone()),
             "stats" => match req.args.get("target").map_or("top", String::as_str) {
-                "top" => match self.ask(Request::Stats)? {
-                    Reply::Stats(m) => serde_json::to_value(m).map_err(|e| einval(e.to_string())),
-                    Reply::Control(_) => Err(einval("unexpected control reply".into())),
-                },
-                control::TARGET => {
-                    let change = Change::from_args(&req.args).map_err(|e| einval(e.to_string()))?;
-                    match self.ask(Request::Control(change))? {
-                        Reply::Control(Ok(status)) => {
-                            serde_json::to_value(status).map_err(|e| einval(e.to_string()))
-                        }
-                        Reply::Control(Err(why)) => Err(einval(why)),
-                        Reply::Stats(_) => Err(einval("unexpected stats reply".into())),
-                    }
+                "top" => {
+                    let m = self.ask(Job::Stats)?;
+                    serde_json::to_value(m).map_err(|e| einval(e.to_string()))
                 }
                 other => Err(einval(format!("unknown stat target {other:?}"))),
             },
+            control::REQUEST => {
+                let change = Change::from_args(&req.args).map_err(|e| einval(e.to_string()))?;
+                let status = self.ask(|tx| Job::Control(change, tx))?.map_err(einval)?;
+                serde_json::to_value(status).map_err(|e| einval(e.to_string()))
+            }
             other => Err(einval(format!("unknown command {other:?}"))),
         }
     }
 
-    /// Hands a request to the scheduler's loop and waits for its answer.
-    fn ask(&self, req: Request) -> Result<Reply, (i32, String)> {
-        let (tx, rx) = mpsc::channel();
+    /// Hands the job @job makes to the scheduler's loop and waits for its
+    /// answer.
+    fn ask<T>(&self, job: impl FnOnce(Sender<T>) -> Job) -> Result<T, (i32, String)> {
+        let (tx, rx) = bounded(1);
         let gone = || (libc::ESHUTDOWN, "the scheduler is stopping".to_string());
-        self.jobs.send(Job { req, reply: tx }).map_err(|_| gone())?;
+        self.jobs.send(job(tx)).map_err(|_| gone())?;
         rx.recv_timeout(REPLY_TIMEOUT).map_err(|_| gone())
     }
 }
@@ -373,19 +357,21 @@ mod tests {
         let jobs = server.jobs().clone();
         std::thread::spawn(move || {
             for job in jobs.iter() {
-                let reply = match job.req {
-                    Request::Stats => Reply::Stats(Box::new(metrics.clone())),
-                    Request::Control(c) if c.policy.is_some() => {
-                        Reply::Control(Ok(control::Status {
-                            policy: c.policy.unwrap(),
-                            shadow: None,
-                            small_llc: 0,
-                            switches: 1,
-                        }))
+                match job {
+                    Job::Stats(tx) => {
+                        let _ = tx.send(metrics.clone());
                     }
-                    Request::Control(_) => Reply::Control(Err("nothing to change".into())),
-                };
-                let _ = job.reply.send(reply);
+                    Job::Control(c, tx) => {
+                        let _ = tx.send(c.policy.ok_or("nothing to change".into()).map(|p| {
+                            control::Status {
+                                policy: p,
+                                shadow: None,
+                                small_llc: 0,
+                                switches: 1,
+                            }
+                        }));
+                    }
+                }
             }
         });
         (server, path)
@@ -410,9 +396,9 @@ mod tests {
             policy: Some(crate::policy::Policy::Prop),
             ..Default::default()
         };
-        let st: control::Status = c.request("stats", change.to_args()).unwrap();
+        let st: control::Status = c.request(control::REQUEST, change.to_args()).unwrap();
         assert_eq!(st.policy, crate::policy::Policy::Prop);
-        let refused = c.request::<Value>("stats", Change::default().to_args());
+        let refused = c.request::<Value>(control::REQUEST, Change::default().to_args());
         let err = refused.unwrap_err();
         assert!(err.downcast_ref::<StatsErrno>().is_some(), "{err:#}");
         assert!(c
@@ -568,7 +554,7 @@ mod tests {
             "depth_examined{cpus=\"1\"} 60.0",
             "depth_limit{cpus=\"2\"} 100.0",
         ];
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = std::sync::mpsc::channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {

@@ -1,4 +1,4 @@
-//! The stats socket's place, the client's way in, and its removal.
+//! The stats socket's removal.
 //!
 //! Nothing of the scheduler may outlive it. Its socket (which also carries
 //! the run-time switch) is removed when it exits normally, and by a watcher
@@ -14,21 +14,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 
 use anyhow::{Context, Result};
 
-/// Where scx_stats serves a root scheduler's statistics.
-pub const SOCKET: &str = "/var/run/scx/root/stats";
-
-/// A client of the running instance's socket (`None`: wait as long as the
-/// client library does by default).
-pub fn connect(timeout_ms: Option<u64>) -> Result<scx_stats::prelude::StatsClient> {
-    scx_stats::prelude::StatsClient::new()
-        .connect(timeout_ms)
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "{} (its stats socket does not answer)",
-                crate::sysfs::NOT_RUNNING
-            )
-        })
-}
+pub use sisutil_proto::socket::SOCKET;
 
 /// The hidden subcommand that runs the watcher.
 pub const WATCHER_CMD: &str = "__watch-socket";

@@ -1,91 +1,31 @@
-//! Bad input on the host: every refusal is one line on stderr and a
-//! non-zero exit, never a panic, and leaves nothing behind. What the
-//! kernel's sched_ext says is shown to the program in a mount namespace of
-//! its own (a kernel without sched_ext, or one with nothing loaded), so
-//! those checks run on any host as root; the VM tests cover the rest. A
-//! check that cannot run here says why and is counted as skipped
-//! (scripts/test.sh lists them in its summary).
+//! Bad input to the scheduler on the host: every refusal is one line on
+//! stderr and a non-zero exit, never a panic, and leaves nothing behind.
+//! What the kernel's sched_ext says is shown to the program in a mount
+//! namespace of its own (a kernel without sched_ext, or one with nothing
+//! loaded), so those checks run on any host as root; the VM tests cover
+//! the rest. A check that cannot run here says why and is counted as
+//! skipped (scripts/test.sh lists them in its summary). The lab's own are
+//! in lab/tests/cli.rs.
 
-use std::os::unix::process::CommandExt;
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use support::{as_nobody_from, is_root, skip};
 
 const BIN: &str = env!("CARGO_BIN_EXE_scx_sisutil");
 
 fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("cannot run scx_sisutil")
+    support::run(BIN, args)
 }
 
-/// Says that @test could not run here and why, and records it in the file
-/// that SCX_SISUTIL_SKIPS names, for the test command's summary.
-fn skip(test: &str, why: &str) {
-    use std::io::Write as _;
-    eprintln!("skipped: {test}: {why}");
-    if let Some(path) = std::env::var_os("SCX_SISUTIL_SKIPS") {
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .expect("cannot open the skip record");
-        writeln!(f, "cli {test}: {why}").expect("cannot write the skip record");
-    }
-}
-
-/// Runs scx_sisutil in a mount namespace of its own whose /sys/kernel is
-/// empty but, with @loaded_state, for sched_ext's state file: the kernel
-/// without sched_ext (None), or with sched_ext and that state, whatever
-/// the host's kernel has. None when the namespace cannot be made (it takes
-/// root and unshare).
-fn with_sched_ext(loaded_state: Option<&str>, args: &[&str]) -> Option<Output> {
-    let setup = match loaded_state {
-        Some(state) => {
-            format!("mkdir /sys/kernel/sched_ext && echo {state} >/sys/kernel/sched_ext/state && ")
-        }
-        None => String::new(),
-    };
-    let script = format!("mount -t tmpfs none /sys/kernel && {setup}exec \"$0\" \"$@\"");
-    let out = Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            &script,
-            BIN,
-        ])
-        .args(args)
-        .output()
-        .ok()?;
-    // unshare or mount refused: the namespace was never made.
-    let err = String::from_utf8_lossy(&out.stderr);
-    (!err.starts_with("unshare:") && !err.starts_with("mount:")).then_some(out)
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid() has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// Exits with `code` and says one line on stderr that contains `pattern`.
 fn refuses(out: &Output, code: i32, pattern: &str, what: &str) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{what}: exit status, stderr {err:?}"
-    );
-    assert_eq!(
-        err.lines().count(),
-        1,
-        "{what}: one line wanted, got {err:?}"
-    );
-    assert!(err.starts_with("scx_sisutil: "), "{what}: {err:?}");
-    assert!(err.contains(pattern), "{what}: {err:?} lacks {pattern:?}");
-    assert!(!err.contains("panicked"), "{what}: {err:?}");
+    support::refuses("scx_sisutil", out, code, pattern, what)
+}
+
+fn with_sched_ext(loaded_state: Option<&str>, args: &[&str]) -> Option<Output> {
+    support::with_sched_ext(BIN, loaded_state, args)
 }
 
 #[test]
@@ -110,11 +50,6 @@ fn bad_options_are_one_line_usage_errors() {
         (&["set", "shadow", "builtin"], "builtin"),
         (&["set", "small-llc", "99999"], "99999"),
         (&["set", "colour", "red"], "colour"),
-        (&["bench", "--iterations", "0"], "--iterations"),
-        (&["bench", "--bench", "dhrystone"], "dhrystone"),
-        (&["wakebench", "--workers", "0"], "--workers"),
-        (&["wakebench", "--messengers", "100000"], "--messengers"),
-        (&["compare", "only-one.json"], "<B>"),
     ];
     for (args, pattern) in cases {
         refuses(&run(args), 2, pattern, &args.join(" "));
@@ -127,13 +62,6 @@ fn inconsistent_settings_are_refused() {
         (&["--policy", "prop", "--shadow", "prop"], "must differ"),
         (&["--shadow", "builtin"], "cannot be a shadow"),
         (&["--shadow", "prop", "--no-scan-stats"], "--no-scan-stats"),
-        (&["wakebench", "--seconds", "0"], "--seconds"),
-        (
-            &["compare", "/nonexistent/a.json", "/nonexistent/b.json"],
-            "cannot read",
-        ),
-        (&["plot", "/nonexistent/results.json"], "cannot read"),
-        (&["compare", "a.json", "b.json", "--alpha", "2"], "--alpha"),
     ];
     for (args, pattern) in cases {
         refuses(&run(args), 1, pattern, &args.join(" "));
@@ -142,12 +70,7 @@ fn inconsistent_settings_are_refused() {
 
 #[test]
 fn help_and_version_succeed() {
-    for args in [
-        &["--help"][..],
-        &["--version"],
-        &["bench", "--help"],
-        &["set", "--help"],
-    ] {
+    for args in [&["--help"][..], &["--version"], &["set", "--help"]] {
         let out = run(args);
         assert!(out.status.success(), "{args:?}");
         assert!(!out.stdout.is_empty());
@@ -198,46 +121,6 @@ fn clients_say_when_nothing_runs() {
     }
 }
 
-const NOBODY: u32 = 65534;
-
-/// Runs `bin` as nobody. The clone may sit where nobody cannot reach it
-/// (under /root, a 0750 home), so the binary is first copied into a
-/// private directory in /tmp that every user may enter.
-fn as_nobody_from(bin: &Path, args: &[&str]) -> Output {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!(
-        "scx_sisutil-nobody-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    std::fs::create_dir_all(&dir).expect("cannot create the staging directory");
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
-        .expect("cannot open the staging directory to other users");
-    let staged = dir.join("scx_sisutil");
-    std::fs::copy(bin, &staged).expect("cannot stage scx_sisutil for nobody");
-    // A test running beside this one may fork while the copy is still open
-    // for writing; its child holds the file open until it execs, and running
-    // the copy meanwhile fails with ETXTBSY. That passes: try again.
-    let mut tries = 0;
-    let out = loop {
-        match Command::new(&staged)
-            .args(args)
-            .current_dir("/")
-            .uid(NOBODY)
-            .gid(NOBODY)
-            .output()
-        {
-            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            r => break r.expect("cannot run scx_sisutil as nobody"),
-        }
-    };
-    std::fs::remove_dir_all(&dir).expect("cannot remove the staging directory");
-    out
-}
-
 fn as_nobody(args: &[&str]) -> Output {
     as_nobody_from(Path::new(BIN), args)
 }
@@ -264,20 +147,6 @@ fn non_root_callers_are_refused() {
         1,
         "only root",
         "set as nobody",
-    );
-    refuses(
-        &as_nobody(&[
-            "bench",
-            "--preset",
-            "quick",
-            "--arms",
-            "eevdf",
-            "--out",
-            "/tmp/sisu-nobody",
-        ]),
-        1,
-        "must run as root",
-        "bench as nobody",
     );
 }
 
@@ -326,20 +195,6 @@ fn a_kernel_without_sched_ext_is_named() {
         !Path::new("/var/run/scx/root/stats").exists(),
         "a refused start leaves no socket behind"
     );
-    let out = with_sched_ext(
-        None,
-        &[
-            "bench",
-            "--preset",
-            "quick",
-            "--arms",
-            "eevdf,util",
-            "--out",
-            "/tmp/sisu-nosx",
-        ],
-    )
-    .expect("the namespace was made a moment ago");
-    refuses(&out, 1, "no sched_ext", "bench");
 }
 
 #[test]

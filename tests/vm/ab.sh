@@ -8,7 +8,7 @@
 . /tests/vm/lib.sh
 
 R=/tmp/ab
-$SCHED bench --preset quick --arms eevdf,util --out $R >/tmp/ab.out 2>/tmp/ab.err
+$LAB bench --preset quick --arms eevdf,util --out $R >/tmp/ab.out 2>/tmp/ab.err
 rc=$?
 tail -n 30 /tmp/ab.out
 check "bench exits 0" [ $rc -eq 0 ]
@@ -48,11 +48,11 @@ n=$(ls $R/plots/*.svg 2>/dev/null | wc -l)
 check "plots were written ($n)" [ "$n" -ge 3 ]
 check "the hackbench chart is a complete SVG" grep -q "</svg>" $R/plots/hackbench-process-pipe.svg
 check "the depth histogram is there" [ -s $R/plots/hackbench-process-pipe-searched.svg ]
-check "plot re-reads the file" sh -c "$SCHED plot $J --out /tmp/replot >/dev/null"
-check "compare reads two files" sh -c "$SCHED compare $J $J | grep -q 'pct: change from A to B'"
-expect_error 1 "not a scx_sisutil results file" $SCHED compare /etc/passwd $J
+check "plot re-reads the file" sh -c "$LAB plot $J --out /tmp/replot >/dev/null"
+check "compare reads two files" sh -c "$LAB compare $J $J | grep -q 'pct: change from A to B'"
+expect_error 1 "not a scx_sisutil results file" $LAB compare /etc/passwd $J
 # The real schbench is optional (no package has it): without it, one line.
-expect_error 1 "schbench is not installed" $SCHED bench --arms eevdf,util --bench schbench --out /tmp/ab-sch
+expect_error 1 "schbench is not installed" $LAB bench --arms eevdf,util --bench schbench --out /tmp/ab-sch
 
 log "the kernel's SIS_UTIL arm"
 F=/sys/kernel/debug/sched/features
@@ -68,7 +68,7 @@ features_during() {
 		sleep 0.05
 	done) >/dev/null 2>&1 &
 	_poll=$!
-	$SCHED bench --preset quick --arms "$1" --bench hackbench --groups 1 \
+	$LAB bench --preset quick --arms "$1" --bench hackbench --groups 1 \
 		--iterations 1 --out /tmp/ab2 >/tmp/ab2.out 2>&1
 	_rc=$?
 	kill $_poll
@@ -87,7 +87,7 @@ check "the eevdf arm ran with it on ($r)" [ "$r" = "rc=0 on" ]
 # 230 context switches in 5 s; a waiting harness wakes only to check its
 # timeout, 4 times a second).
 log "the harness is quiet during a run"
-$SCHED bench --preset quick --arms eevdf --bench tbench --clients 4 --tbench-secs 12 \
+$LAB bench --preset quick --arms eevdf --bench tbench --clients 4 --tbench-secs 12 \
 	--iterations 1 --out /tmp/ab4 >/tmp/ab4.out 2>&1 &
 b=$!
 sleep 4
@@ -110,7 +110,7 @@ kill -INT \$p
 wait \$p
 exec sleep 600
 EOF
-$SCHED bench --preset quick --arms eevdf --arm nope='exit 3' --arm fading='sh /tmp/fading.sh' \
+$LAB bench --preset quick --arms eevdf --arm nope='exit 3' --arm fading='sh /tmp/fading.sh' \
 	--bench tbench --clients 2 --tbench-secs 6 --iterations 2 --out /tmp/ab5 >/tmp/ab5.out 2>/tmp/ab5.err
 rc=$?
 grep -E "DROPPED|dropping" /tmp/ab5.out /tmp/ab5.err
@@ -125,7 +125,7 @@ left=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$c" 2>/dev/null; echo; do
 check "the dropped peer's processes are gone ($left left)" [ "$left" -eq 0 ]
 
 log "interrupted"
-$SCHED bench --preset quick --arms eevdf,util --iterations 5 --out /tmp/ab3 >/tmp/ab3.out 2>/tmp/ab3.err &
+$LAB bench --preset quick --arms eevdf,util --iterations 5 --out /tmp/ab3 >/tmp/ab3.out 2>/tmp/ab3.err &
 b=$!
 n=0
 while [ "$(grep -c '^\[ *[0-9]*/' /tmp/ab3.err 2>/dev/null)" -lt 3 ] && [ $n -lt 600 ]; do

@@ -96,7 +96,7 @@ split=0
 forks=0
 for try in $(seq $RUNS); do
 	$SCHED reset-stats >/dev/null
-	r=$($SCHED streambench --threads 2 --runs 4 --elements 262144 --json | tail -n 1)
+	r=$($LAB streambench --threads 2 --runs 4 --elements 262144 --json | tail -n 1)
 	f=$(json_field wake_fork "$($SCHED stats --json)")
 	log "run $try: STREAM's 2 threads started in $(json_field start_llcs "$r") LLC(s), ran in $(json_field llcs_used "$r") (mean over kernels); $f fork(s) placed by fork balancing"
 	[ "$(json_field start_llcs "$r")" = 2.0 ] && split=$((split + 1))

@@ -53,7 +53,7 @@ from=$(wc -l </tmp/sched2.log.out)
 # a millisecond, thousands of times a second. With four, one LLC's mean
 # stayed at 0.74 ms once after queued wakeups came in: some of its CPUs saw
 # few of the pairs, and a CPU left alone keeps the 1 ms it starts from.
-$SCHED wakebench --pattern light --messengers 8 --workers 1 --seconds 3 --sleep-us 100 >/dev/null 2>&1
+$LAB wakebench --pattern light --messengers 8 --workers 1 --seconds 3 --sleep-us 100 >/dev/null 2>&1
 check "wakebench completed" [ $? -eq 0 ]
 low=$(min_field prop_avg_idle_ns /tmp/sched2.log.out "$from")
 log "lowest mean avg_idle under wakebench: $low ns (1000000 = the cap it starts at)"

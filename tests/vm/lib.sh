@@ -4,6 +4,7 @@
 # test if any check failed.
 
 SCHED=scx_sisutil
+LAB=sisutil-lab
 STATE=/sys/kernel/sched_ext/state
 CHECKS=0
 FAILS=0

@@ -18,7 +18,7 @@ values() { grep -o "\"$1\": [0-9][0-9.e+-]*" "$2" | awk '{ print $2 }'; }
 all_positive() { [ -n "$1" ] && echo "$1" | awk '$1 <= 0 { bad = 1 } END { exit bad }'; }
 
 log "the standalone ycsb command starts, loads and stops its own server"
-out=$($SCHED ycsb --workload b --clients 2 --seconds 2 --records 1000 2>&1)
+out=$($LAB ycsb --workload b --clients 2 --seconds 2 --records 1000 2>&1)
 rc=$?
 echo "$out" | sed 's/^/# /'
 check "ycsb exits 0" [ $rc -eq 0 ]
@@ -27,7 +27,7 @@ check "no server left after ycsb" no_server
 
 log "bench: stream and ycsb under eevdf and util"
 R=/tmp/svc
-$SCHED bench --preset quick --arms eevdf,util --bench stream,ycsb --iterations 2 \
+$LAB bench --preset quick --arms eevdf,util --bench stream,ycsb --iterations 2 \
 	--stream-elements $ELEMS --out $R >/tmp/svc.out 2>/tmp/svc.err
 rc=$?
 check "bench exits 0" [ $rc -eq 0 ]
@@ -56,7 +56,7 @@ check "no server left after the bench" no_server
 check "sched_ext disabled afterwards" [ "$(state)" = disabled ]
 
 log "bench: the server killed mid-run"
-$SCHED bench --preset quick --arms eevdf,util --bench ycsb --iterations 3 --db-secs 3 \
+$LAB bench --preset quick --arms eevdf,util --bench ycsb --iterations 3 --db-secs 3 \
 	--out /tmp/kill >/tmp/kill.out 2>/tmp/kill.err &
 BENCH=$!
 i=0
@@ -79,7 +79,7 @@ check "sched_ext disabled after the kill" [ "$(state)" = disabled ]
 
 log "bench: no PostgreSQL installed; hackbench still runs"
 mount -t tmpfs none /usr/lib/postgresql
-$SCHED bench --preset quick --arms eevdf,util --bench hackbench,ycsb --groups 1 --iterations 2 \
+$LAB bench --preset quick --arms eevdf,util --bench hackbench,ycsb --groups 1 --iterations 2 \
 	--out /tmp/none >/tmp/none.out 2>/tmp/none.err
 rc=$?
 umount /usr/lib/postgresql

@@ -104,16 +104,16 @@ refused() {
 bad=0
 total=0
 for req in \
-	'{"req":"stats","args":{"target":"control","policy":7}}' \
-	'{"req":"stats","args":{"target":"control","policy":null}}' \
-	'{"req":"stats","args":{"target":"control","policy":"fast"}}' \
-	'{"req":"stats","args":{"target":"control","shadow":"util"}}' \
-	'{"req":"stats","args":{"target":"control","shadow":true}}' \
-	'{"req":"stats","args":{"target":"control","small_llc":"99999999999999999999"}}' \
-	'{"req":"stats","args":{"target":"control","small_llc":1e300}}' \
-	'{"req":"stats","args":{"target":"control","small_llc":"-1"}}' \
-	'{"req":"stats","args":{"target":"control","colour":"red"}}' \
-	'{"req":"stats","args":{"target":"control","policy":"prop","extra":{"a":1}}}' \
+	'{"req":"control","args":{"policy":7}}' \
+	'{"req":"control","args":{"policy":null}}' \
+	'{"req":"control","args":{"policy":"fast"}}' \
+	'{"req":"control","args":{"shadow":"util"}}' \
+	'{"req":"control","args":{"shadow":true}}' \
+	'{"req":"control","args":{"small_llc":"99999999999999999999"}}' \
+	'{"req":"control","args":{"small_llc":1e300}}' \
+	'{"req":"control","args":{"small_llc":"-1"}}' \
+	'{"req":"control","args":{"colour":"red"}}' \
+	'{"req":"control","args":{"policy":"prop","extra":{"a":1}}}' \
 	'{"req":"stats","args":["policy","prop"]}' \
 	'{"req":123,"args":{}}' \
 	'{"req":"stats","args":{"target":"nowhere"}}' \

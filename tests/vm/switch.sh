@@ -97,7 +97,7 @@ wait $hb 2>/dev/null
 # CPUs busy at most.
 log "util at light load"
 $SCHED reset-stats >/dev/null
-$SCHED wakebench --messengers 1 --workers 1 --seconds 3 >/dev/null 2>&1
+$LAB wakebench --messengers 1 --workers 1 --seconds 3 >/dev/null 2>&1
 s=$($SCHED stats --json)
 set -- $(json_array limit "$s")
 scans=$(json_field scans "$s")

@@ -13,7 +13,7 @@ SECS=4
 
 # bench ARM: one wakebench run; appends its p90 to /tmp/p90.ARM.
 bench() {
-	_out=$($SCHED wakebench --messengers 2 --workers 1 --seconds $SECS --json 2>/dev/null | grep '^{')
+	_out=$($LAB wakebench --messengers 2 --workers 1 --seconds $SECS --json 2>/dev/null | grep '^{')
 	_p90=$(json_field p90_us "$_out" | head -n1)
 	log "$1: p90 ${_p90:-?} us, p99 $(json_field p99_us "$_out" | head -n1) us, $(json_field rps "$_out" | head -n1) requests/s"
 	[ -n "$_p90" ] && echo "$_p90" >>/tmp/p90.$1
@@ -23,7 +23,7 @@ mean() { awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n }' "$1"; }
 
 rm -f /tmp/p90.*
 # Warm-up: the first run after boot pays for page faults and caches.
-$SCHED wakebench --messengers 2 --workers 1 --seconds 2 >/dev/null 2>&1
+$LAB wakebench --messengers 2 --workers 1 --seconds 2 >/dev/null 2>&1
 i=0
 while [ $i -lt $ROUNDS ]; do
 	i=$((i + 1))

@@ -4,11 +4,11 @@
 
 use super::report;
 use super::results::Sample;
-use crate::stats::Metrics;
+use sisutil_proto::stats::Metrics;
 
 /// Share of `part` in `whole`, in %.
 fn pct(part: u64, whole: u64) -> f64 {
-    100.0 * crate::stats::ratio(part, whole)
+    100.0 * sisutil_proto::stats::ratio(part, whole)
 }
 
 /// What a run's counters say about the search, each a mean over the

@@ -6,14 +6,14 @@
 //! with paths from the top of the repository:
 //!
 //! ```text
-//! <!-- scx_sisutil table results/RUN --points 1-groups --arms eevdf,util -->
+//! <!-- sisutil-lab table results/RUN --points 1-groups --arms eevdf,util -->
 //! | the command's output, verbatim |
 //! <!-- end -->
 //! ```
 //!
 //! A mark whose output is one line may stand inside a sentence
 //! (`table ... --verdict`). `cat FILE` quotes a file a script wrote, such
-//! as a summary table of `scripts/cost.sh`. `scx_sisutil docs FILE...`
+//! as a summary table of `scripts/cost.sh`. `sisutil-lab docs FILE...`
 //! runs every marked command again and names each mark whose text differs
 //! from its output; `--update` writes the output in instead. A unit test
 //! runs that check over the README and docs/, so a number cannot drift
@@ -33,7 +33,7 @@ use super::stat;
 use super::table::num;
 use super::workload::Metric;
 
-/// `scx_sisutil table`: one table of one or more runs, for a document.
+/// `sisutil-lab table`: one table of one or more runs, for a document.
 #[derive(Clone, Debug, clap::Args)]
 pub struct TableOpts {
     /// Results files of `bench`, or folders that hold one (results.json)
@@ -497,7 +497,7 @@ fn verdict(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     ))
 }
 
-/// What `scx_sisutil table` prints.
+/// What `sisutil-lab table` prints.
 pub fn render(opts: &TableOpts, root: &Path) -> Result<String> {
     let runs = load_runs(opts, root)?;
     if opts.verdict {
@@ -519,7 +519,7 @@ struct TableLine {
     opts: TableOpts,
 }
 
-/// The output of a mark's command: `scx_sisutil table ...` or `cat FILE`.
+/// The output of a mark's command: `sisutil-lab table ...` or `cat FILE`.
 fn run_mark(command: &str, root: &Path) -> Result<String> {
     let words = shlex::split(command).ok_or_else(|| anyhow!("unbalanced quotes"))?;
     match words
@@ -531,13 +531,13 @@ fn run_mark(command: &str, root: &Path) -> Result<String> {
         ["cat", file] => {
             std::fs::read_to_string(root.join(file)).with_context(|| format!("cannot read {file}"))
         }
-        ["scx_sisutil", "table", args @ ..] => {
+        ["sisutil-lab", "table", args @ ..] => {
             let line = TableLine::try_parse_from(args.iter()).map_err(|e| {
                 anyhow!("{}", e.to_string().lines().next().unwrap_or("bad options"))
             })?;
             render(&line.opts, root)
         }
-        _ => bail!("a mark runs `scx_sisutil table ...` or `cat FILE`"),
+        _ => bail!("a mark runs `sisutil-lab table ...` or `cat FILE`"),
     }
 }
 
@@ -588,7 +588,7 @@ fn marks(text: &str) -> Result<Vec<Mark>> {
         let command = text[i + OPEN.len()..close].trim().to_string();
         let start = close + CLOSE.len();
         at = start;
-        if !(command.starts_with("scx_sisutil ") || command.starts_with("cat ")) {
+        if !(command.starts_with("sisutil-lab ") || command.starts_with("cat ")) {
             continue;
         }
         let end = text[start..]
@@ -708,7 +708,7 @@ pub fn missing_folders(doc: &Path, root: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// `scx_sisutil docs [--update] FILE...`.
+/// `sisutil-lab docs [--update] FILE...`.
 pub fn docs(files: &[PathBuf], update: bool) -> Result<()> {
     let root = Path::new(".");
     let mut problems = Vec::new();
@@ -721,7 +721,7 @@ pub fn docs(files: &[PathBuf], update: bool) -> Result<()> {
     }
     if !problems.is_empty() && !update {
         bail!(
-            "{} quote(s) no longer match their results (scx_sisutil docs --update writes them)",
+            "{} quote(s) no longer match their results (sisutil-lab docs --update writes them)",
             problems.len()
         );
     }
@@ -744,7 +744,7 @@ mod tests {
     }
 
     fn table(root: &Path, args: &str) -> Result<String> {
-        run_mark(&format!("scx_sisutil table {args}"), root)
+        run_mark(&format!("sisutil-lab table {args}"), root)
     }
 
     #[test]
@@ -794,9 +794,9 @@ mod tests {
     fn the_check_names_a_quote_that_drifted_and_update_mends_it() {
         let dir = tmp("drift");
         let doc = dir.join("doc.md");
-        let mark = "<!-- scx_sisutil table results/run --points 16-groups --arms eevdf,util -->";
+        let mark = "<!-- sisutil-lab table results/run --points 16-groups --arms eevdf,util -->";
         let inline =
-            "<!-- scx_sisutil table results/run --points 16-groups --arms util --verdict -->";
+            "<!-- sisutil-lab table results/run --points 16-groups --arms util --verdict -->";
         std::fs::write(
             &doc,
             format!(
@@ -873,7 +873,9 @@ mod tests {
     /// name exists.
     #[test]
     fn the_documents_say_what_their_results_say() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("the lab sits in the workspace");
         let mut docs = vec![root.join("README.md"), root.join("results/README.md")];
         let mut more: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
             .unwrap()

@@ -3,9 +3,9 @@
 //! the policy or its options; the instance applies the change between two
 //! wakeups, without unloading, and answers with its new state.
 //!
-//! The socket is the stats server's (root-only, see server.rs); a request
-//! is a stats request for the target "control" whose arguments say what to
-//! change.
+//! The socket is the stats server's (root-only); a request is a
+//! "control" request (scx_stats' wire format) whose arguments say what to
+//! change, answered with the settings that result.
 
 use std::collections::BTreeMap;
 
@@ -13,11 +13,11 @@ use anyhow::{anyhow, bail, Result};
 use scx_stats::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::policy::Policy;
+use crate::policy::{Policy, Shadow};
 use crate::{socket, sysfs};
 
-/// The stats target that carries control requests.
-pub const TARGET: &str = "control";
+/// The request that carries a change.
+pub const REQUEST: &str = "control";
 
 /// What to change; `None` leaves a setting as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,12 +58,12 @@ impl std::fmt::Display for Status {
 impl Change {
     /// The request's arguments on the wire.
     pub fn to_args(&self) -> Vec<(String, String)> {
-        let mut args = vec![("target".to_string(), TARGET.to_string())];
+        let mut args = Vec::new();
         if let Some(p) = self.policy {
             args.push(("policy".into(), p.name().into()));
         }
         if let Some(s) = self.shadow {
-            args.push(("shadow".into(), s.map_or("off", |p| p.name()).into()));
+            args.push(("shadow".into(), Shadow(s).to_string()));
         }
         if let Some(n) = self.small_llc {
             args.push(("small_llc".into(), n.to_string()));
@@ -78,10 +78,8 @@ impl Change {
         let mut c = Change::default();
         for (k, v) in args {
             match k.as_str() {
-                "target" => {}
-                "policy" => c.policy = Some(parse_policy(v)?),
-                "shadow" if v == "off" => c.shadow = Some(None),
-                "shadow" => c.shadow = Some(Some(parse_policy(v)?)),
+                "policy" => c.policy = Some(v.parse().map_err(|e: String| anyhow!(e))?),
+                "shadow" => c.shadow = Some(v.parse::<Shadow>().map_err(|e| anyhow!(e))?.0),
                 "small_llc" => {
                     c.small_llc = Some(v.parse().map_err(|_| anyhow!("bad small_llc {v:?}"))?)
                 }
@@ -121,19 +119,12 @@ impl Change {
     }
 }
 
-fn parse_policy(v: &str) -> Result<Policy> {
-    Policy::ALL
-        .into_iter()
-        .find(|p| p.name() == v)
-        .ok_or_else(|| anyhow!("unknown policy {v:?}"))
-}
-
 /// The client side: sends `change` to the running instance.
 pub fn send(change: &Change) -> Result<Status> {
     sysfs::require_root("only root may change the running scheduler's settings")?;
     sysfs::require_ours()?;
     let mut client = socket::connect(None)?;
-    match client.request::<Status>("stats", change.to_args()) {
+    match client.request::<Status>(REQUEST, change.to_args()) {
         Ok(status) => Ok(status),
         // The server answers a refusal with an errno and the reason as a
         // JSON string.
@@ -171,7 +162,6 @@ mod tests {
             reset: true,
         };
         let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
-        assert_eq!(args["target"], TARGET);
         assert_eq!(Change::from_args(&args).unwrap(), c);
         let off = Change {
             shadow: Some(None),

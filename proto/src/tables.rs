@@ -193,17 +193,43 @@ pub fn box_table(head: &[&str], rows: &[Vec<String>]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::stats::tests::{ctx, record};
-    use crate::stats::{Counters, Metrics};
+    use crate::stats::{LlcMetrics, Metrics, OpMetrics};
 
     #[test]
     fn tables_render_like_the_review() {
-        let raw = record(|s| {
-            s.shadow = [[66444, 34153], [57204, 119263]];
-            s.examined[0] = 10520;
-            s.examined[16] = 26157;
-        });
-        let m = Metrics::new(&Counters::sum_cpus(&[raw]).unwrap(), ctx(&[16]));
+        let mut examined = vec![0; 17];
+        examined[0] = 10520;
+        examined[16] = 26157;
+        let m = Metrics {
+            policy: "util".into(),
+            shadow: "prop".into(),
+            shadow_neither: 66444,
+            shadow_shadow_only: 34153,
+            shadow_active_only: 57204,
+            shadow_both: 119263,
+            examined,
+            limit: vec![0; 17],
+            shadow_limit: vec![0; 17],
+            llcs: [(
+                0,
+                LlcMetrics {
+                    width: 16,
+                    ..Default::default()
+                },
+            )]
+            .into(),
+            ops: [(
+                "select_cpu".to_string(),
+                OpMetrics {
+                    calls: 4,
+                    ns: 1000,
+                    ns_per_call: 250.0,
+                },
+            )]
+            .into(),
+            ..Default::default()
+        }
+        .with_depths();
         let t = m.shadow_table();
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 8);

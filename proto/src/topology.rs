@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 use scx_utils::Topology;
 
-use crate::bpf_intf;
+use crate::intf;
 
-const MAX_CPUS: usize = bpf_intf::SISU_MAX_CPUS as usize;
-const MAX_LLCS: usize = bpf_intf::SISU_MAX_LLCS as usize;
-const MAX_SMT: usize = bpf_intf::SISU_MAX_SMT as usize;
+const MAX_CPUS: usize = intf::SISU_MAX_CPUS as usize;
+const MAX_LLCS: usize = intf::SISU_MAX_LLCS as usize;
+const MAX_SMT: usize = intf::SISU_MAX_SMT as usize;
 // LLC indices reach BPF as bytes (llc_near).
 const _: () = assert!(MAX_LLCS <= 256);
 /// The kernel's node_reclaim_distance (RECLAIM_DISTANCE): NUMA domains
@@ -36,10 +36,10 @@ pub enum Span {
 impl Span {
     pub fn bpf(self) -> u32 {
         match self {
-            Span::Llc => bpf_intf::sisu_span_SISU_SPAN_LLC,
-            Span::Node => bpf_intf::sisu_span_SISU_SPAN_NODE,
-            Span::Package => bpf_intf::sisu_span_SISU_SPAN_PACKAGE,
-            Span::Remote => bpf_intf::sisu_span_SISU_SPAN_REMOTE,
+            Span::Llc => intf::sisu_span_SISU_SPAN_LLC,
+            Span::Node => intf::sisu_span_SISU_SPAN_NODE,
+            Span::Package => intf::sisu_span_SISU_SPAN_PACKAGE,
+            Span::Remote => intf::sisu_span_SISU_SPAN_REMOTE,
         }
     }
 }

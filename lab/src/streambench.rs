@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::topology::Layout;
+use sisutil_proto::topology::Layout;
 
 /// STREAM's scalar.
 const SCALAR: f64 = 3.0;

@@ -12,10 +12,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 use serde::{Deserialize, Serialize};
 
-use crate::control::{self, Change};
-use crate::policy::Policy;
-use crate::stats::Metrics;
-use crate::sysfs;
+use sisutil_proto::control::{self, Change};
+use sisutil_proto::policy::Policy;
+use sisutil_proto::stats::Metrics;
+use sisutil_proto::sysfs;
 
 pub const FEATURES: &str = "/sys/kernel/debug/sched/features";
 
@@ -64,7 +64,7 @@ impl Arm {
                 } else if !n.is_empty() {
                     bail!("arm {s}: only util-small takes a value");
                 } else {
-                    let policy = Policy::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+                    let policy = s.parse::<Policy>().map_err(|_| {
                         anyhow!(
                             "unknown arm {s:?} (eevdf, eevdf-nosisutil, util, prop, full, none, builtin, util-small[=N])"
                         )
@@ -400,7 +400,7 @@ impl Machine {
     }
 
     pub fn fetch_stats(&self) -> Result<Metrics> {
-        crate::monitor::fetch()
+        sisutil_proto::monitor::fetch()
     }
 
     /// Unloads whatever runs and restores the kernel's SIS_UTIL feature.

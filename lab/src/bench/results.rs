@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::arms::Arm;
 use super::workload::{Matrix, Point};
-use crate::stats::Metrics;
+use sisutil_proto::stats::Metrics;
 
 pub const FORMAT: &str = "scx_sisutil-ab/1";
 

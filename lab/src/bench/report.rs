@@ -9,7 +9,7 @@ use super::results::{Results, Sample};
 use super::stat::{self, Better};
 use super::table::{align, banner, cell, num};
 use super::workload::{Family, Metric};
-use crate::stats::Metrics;
+use sisutil_proto::stats::Metrics;
 
 /// One section's table for one metric, in the review's layout.
 pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {

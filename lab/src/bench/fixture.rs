@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::arms::Arm;
 use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
 use super::workload::{Family, Matrix};
-use crate::stats::Metrics;
+use sisutil_proto::stats::Metrics;
 
 pub fn sample(it: u32, metric: &str, v: f64) -> Sample {
     Sample {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 
 use super::arms::{Arm, ArmKind, Machine, Transition};
@@ -20,8 +20,8 @@ use super::plot;
 use super::report;
 use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
 use super::workload::{self, Family, Matrix, Point};
-use crate::sysfs;
 use crate::ycsb;
+use sisutil_proto::sysfs;
 
 /// The runs in order, as (point, iteration, arm) indices: at every point
 /// each iteration runs all arms back to back, so that they meet the same
@@ -91,6 +91,20 @@ fn uname() -> (String, String) {
 fn in_path(program: &str) -> bool {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path).any(|d| d.join(program).is_file())
+}
+
+/// The scheduler the arms run: scx_sisutil beside this program (where a
+/// build or an install puts both), else the one in the PATH.
+fn scheduler_exe(lab: &Path) -> Result<PathBuf> {
+    const NAME: &str = "scx_sisutil";
+    if let Some(beside) = lab.parent().map(|d| d.join(NAME)).filter(|p| p.is_file()) {
+        return Ok(beside);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(NAME))
+        .find(|p| p.is_file())
+        .ok_or_else(|| anyhow!("{NAME} is neither beside this program nor in the PATH"))
 }
 
 fn fmt_duration(d: Duration) -> String {
@@ -392,12 +406,13 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
     }
     let arms = opts.arms()?;
     let topo = scx_utils::Topology::new().context("cannot read the CPU topology")?;
-    let layout = crate::topology::Layout::new(&topo)?;
+    let layout = sisutil_proto::topology::Layout::new(&topo)?;
     let cpus = layout.nr_cpus() as u64;
     let matrix = opts.matrix(cpus, layout.llcs.len() as u64)?;
     preflight(&arms, &matrix)?;
 
-    let exe = std::env::current_exe().context("cannot find scx_sisutil's executable")?;
+    let exe = std::env::current_exe().context("cannot find the lab's executable")?;
+    let scheduler = scheduler_exe(&exe)?;
     let out = opts.out.clone().unwrap_or_else(|| {
         let stamp = utc(SystemTime::now()).replace(['-', ':'], "");
         PathBuf::from(format!(
@@ -455,7 +470,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         None
     };
     let mut machine = Machine::new(
-        exe.clone(),
+        scheduler,
         sched_args,
         out.join("scheduler.log"),
         Duration::from_secs_f64(opts.settle_secs),

@@ -1,0 +1,14 @@
+//! What the scheduler and the lab share: the policies' names, the CPU
+//! topology as the scheduler reads it, the statistics' schema and its
+//! tables, the run-time switch's requests, and the client side of the
+//! running instance's socket and of sched_ext's sysfs.
+
+pub mod control;
+pub mod intf;
+pub mod monitor;
+pub mod policy;
+pub mod socket;
+pub mod stats;
+pub mod sysfs;
+pub mod tables;
+pub mod topology;

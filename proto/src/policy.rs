@@ -1,0 +1,172 @@
+//! The idle-CPU search policies by name: one type that the command line
+//! (clap), the socket, the statistics and results files (serde) all parse
+//! and print through the same two functions, `name()` and `from_str()`,
+//! and its value in BPF. Their math is the scheduler's (policy.rs there,
+//! and the BPF).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::intf;
+
+/// How many CPUs of the target's LLC a wakeup may search for an idle one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    Util,
+    Prop,
+    Full,
+    None,
+    Builtin,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 5] = [
+        Policy::Util,
+        Policy::Prop,
+        Policy::Full,
+        Policy::None,
+        Policy::Builtin,
+    ];
+
+    /// The value of `enum sisu_policy` in BPF.
+    pub fn to_bpf(self) -> u32 {
+        match self {
+            Policy::Util => intf::sisu_policy_SISU_POL_UTIL,
+            Policy::Prop => intf::sisu_policy_SISU_POL_PROP,
+            Policy::Full => intf::sisu_policy_SISU_POL_FULL,
+            Policy::None => intf::sisu_policy_SISU_POL_NONE,
+            Policy::Builtin => intf::sisu_policy_SISU_POL_BUILTIN,
+        }
+    }
+
+    pub fn from_bpf(v: u32) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.to_bpf() == v)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Util => "util",
+            Policy::Prop => "prop",
+            Policy::Full => "full",
+            Policy::None => "none",
+            Policy::Builtin => "builtin",
+        }
+    }
+
+    /// One line for --help.
+    pub fn about(self) -> &'static str {
+        match self {
+            Policy::Util => "SIS_UTIL (Linux 6.0+): depth from the LLC's utilisation",
+            Policy::Prop => {
+                "SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost"
+            }
+            Policy::Full => "Scan the whole LLC, no depth limit",
+            Policy::None => "Never scan the LLC: only target, prev, recent CPU, SMT sibling",
+            Policy::Builtin => "sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)",
+        }
+    }
+
+    /// Whether the policy can be judged beside another one: the built-in
+    /// selection cannot be replayed without claiming CPUs.
+    pub fn can_shadow(self) -> bool {
+        self != Policy::Builtin
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Policy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown policy {s:?} (util, prop, full, none, builtin)"))
+    }
+}
+
+impl clap::ValueEnum for Policy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Policy::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.about()))
+    }
+}
+
+impl Serialize for Policy {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Policy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A policy judged beside the active one, or none ("off").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shadow(pub Option<Policy>);
+
+impl FromStr for Shadow {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Shadow(None)),
+            _ => match s.parse::<Policy>() {
+                Ok(p) if p.can_shadow() => Ok(Shadow(Some(p))),
+                _ => Err(format!("expected off, util, prop, full or none, got {s:?}")),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Shadow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.map_or("off", Policy::name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_spelling_for_every_reader() {
+        for p in Policy::ALL {
+            assert_eq!(p.name().parse::<Policy>(), Ok(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.name()));
+            assert_eq!(serde_json::from_str::<Policy>(&json).unwrap(), p);
+            let clap = <Policy as clap::ValueEnum>::from_str(p.name(), false);
+            assert_eq!(clap, Ok(p));
+        }
+        assert!("fast".parse::<Policy>().is_err());
+        assert!(serde_json::from_str::<Policy>("\"Util\"").is_err());
+        assert_eq!("off".parse::<Shadow>(), Ok(Shadow(None)));
+        assert_eq!("prop".parse::<Shadow>(), Ok(Shadow(Some(Policy::Prop))));
+        assert!("builtin".parse::<Shadow>().is_err());
+        assert_eq!(Shadow(None).to_string(), "off");
+    }
+
+    #[test]
+    fn bpf_values_round_trip() {
+        for p in Policy::ALL {
+            assert_eq!(Policy::from_bpf(p.to_bpf()), Some(p));
+        }
+        assert_eq!(Policy::from_bpf(intf::sisu_policy_SISU_NR_POLICIES), None);
+        assert!(!Policy::Builtin.can_shadow());
+    }
+}

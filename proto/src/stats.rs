@@ -1,0 +1,308 @@
+//! The statistics' schema: the one machine-readable record (`Metrics`)
+//! that `stats`, `--monitor`, `--json`, the OpenMetrics exporter and the
+//! lab all read, with its description for scx_stats. The scheduler fills
+//! it from BPF's counters; tables.rs renders it as the review thread's
+//! tables; monitor.rs reads it from a running instance.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::Result;
+use scx_stats::prelude::*;
+use scx_stats_derive::{stat_doc, Stats};
+use serde::{Deserialize, Serialize};
+
+/// One LLC's state and what its scans found. A record of `Metrics::llcs`,
+/// keyed by the LLC's index: a dict of structs, which scx_stats'
+/// OpenMetrics exporter turns into one gauge per field labelled by LLC
+/// (`llc_util_pct{llc="0"}`).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "llc_", _om_label = "llc")]
+#[serde(default)]
+pub struct LlcMetrics {
+    #[stat(desc = "LLC index")]
+    pub index: u64,
+    #[stat(desc = "Its CPUs", _om_skip)]
+    pub cpus: String,
+    #[stat(desc = "Number of CPUs")]
+    pub width: u64,
+    #[stat(desc = "Utilisation in % of the LLC's capacity")]
+    pub util_pct: f64,
+    #[stat(desc = "Sum of the CPUs' utilisations (0..1024 each)")]
+    pub sum_util: u64,
+    #[stat(desc = "SIS_UTIL scan depth published to BPF")]
+    pub nr_idle_scan: u64,
+    #[stat(desc = "Kernel's idle-core hint for the LLC (SMT only)")]
+    pub has_idle_cores: u64,
+    #[stat(desc = "SIS_PROP: mean of the CPUs' avg_scan_cost (ns)")]
+    pub prop_avg_scan_cost_ns: u64,
+    #[stat(desc = "SIS_PROP: mean of the CPUs' wake_avg_idle (ns)")]
+    pub prop_wake_avg_idle_ns: u64,
+    #[stat(desc = "SIS_PROP: mean of the CPUs' avg_idle (ns)")]
+    pub prop_avg_idle_ns: u64,
+    // The scan outcomes per LLC came later: older results files lack them.
+    // Named apart from the machine-wide counters, which scripts grep for.
+    #[stat(desc = "Scans of this LLC")]
+    pub scanned: u64,
+    #[stat(desc = "... an idle CPU existed in it, and was found")]
+    pub found: u64,
+    #[stat(desc = "... an idle CPU existed in it, and was not found")]
+    pub missed: u64,
+    #[stat(desc = "Found-rate: % of its scans with an idle CPU that found one")]
+    pub found_pct: f64,
+}
+
+/// One op's BPF run time, a record of `Metrics::ops` keyed by the op.
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "op_", _om_label = "op")]
+pub struct OpMetrics {
+    #[stat(desc = "Calls")]
+    pub calls: u64,
+    #[stat(desc = "Total run time (ns)")]
+    pub ns: u64,
+    #[stat(desc = "Mean run time per call (ns)")]
+    pub ns_per_call: f64,
+}
+
+/// The three depth histograms' counts at one depth, a record of
+/// `Metrics::depths` keyed by the number of CPUs: the lists the tables and
+/// scripts read, in the shape the OpenMetrics exporter takes
+/// (`depth_examined{cpus="2"}`).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "depth_", _om_label = "cpus")]
+pub struct DepthCounts {
+    #[stat(desc = "Scans that examined this many CPUs (the last: or more)")]
+    pub examined: u64,
+    #[stat(desc = "Scans whose depth limit was this")]
+    pub limit: u64,
+    #[stat(desc = "Scans whose shadow policy's limit was this")]
+    pub shadow_limit: u64,
+}
+
+// Every field defaults: results files keep the record of the version
+// that wrote them, and a counter added since is zero in them.
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(top)]
+#[serde(default)]
+pub struct Metrics {
+    #[stat(desc = "Active policy", _om_skip)]
+    pub policy: String,
+    #[stat(desc = "Shadow policy, empty if none", _om_skip)]
+    pub shadow: String,
+    #[stat(desc = "util: full scan of LLCs with at most this many CPUs (0 = off)")]
+    pub small_llc: u64,
+    #[stat(desc = "Policy switches since start")]
+    pub switches: u64,
+    #[stat(desc = "Seconds the counters cover (since the last switch or reset)")]
+    pub elapsed_s: f64,
+    #[stat(desc = "Topology", _om_skip)]
+    pub topology: String,
+    #[stat(desc = "Wakeups placed (by select_cpu, or by enqueue where the kernel skipped it)")]
+    pub wakeups: u64,
+    #[stat(desc = "... placed by enqueue: woken while still switching out (queued wakeup)")]
+    pub queued_wakeups: u64,
+    #[stat(desc = "... whose wake target was the waker's CPU (wake-affine)")]
+    pub wake_affine: u64,
+    #[stat(desc = "... on the wake target, which was idle")]
+    pub wake_target: u64,
+    #[stat(desc = "... on prev, which was idle")]
+    pub wake_prev: u64,
+    #[stat(desc = "... on the recently used CPU, which was idle")]
+    pub wake_recent: u64,
+    #[stat(desc = "... on an idle SMT sibling of prev")]
+    pub wake_smt: u64,
+    #[stat(desc = "... on an idle CPU the LLC scan found")]
+    pub wake_scan: u64,
+    #[stat(desc = "... queued on the busy target: nothing idle found")]
+    pub wake_busy: u64,
+    #[stat(desc = "... a new task, on the idlest LLC near its parent (fork balancing)")]
+    pub wake_fork: u64,
+    #[stat(desc = "Wakeups placed in another LLC than prev's")]
+    pub wake_moved_llc: u64,
+    #[stat(desc = "... in another NUMA node than prev's")]
+    pub wake_moved_node: u64,
+    #[stat(desc = "Tasks CPUs took from other queues of their LLC")]
+    pub pull_llc: u64,
+    #[stat(desc = "... from other LLCs of their NUMA node")]
+    pub pull_node: u64,
+    #[stat(desc = "... from other nodes of their package")]
+    pub pull_package: u64,
+    // Results files from single-LLC-per-node machines counted every other
+    // LLC here; there that is the same as another node and package.
+    #[stat(desc = "... from other packages and nodes")]
+    pub pull_remote: u64,
+    #[stat(desc = "... of which running, moved to even out idle CPUs between nodes")]
+    pub pull_running: u64,
+    #[stat(desc = "Tasks run out of turn after waiting 1 s (starvation guard)")]
+    pub rescued: u64,
+    #[stat(desc = "Tasks preempted inside an RCU read-side section, queued as nice 0 would be")]
+    pub rcu_readers: u64,
+    #[stat(desc = "Wakeups that reached the LLC scan")]
+    pub scans: u64,
+    #[stat(desc = "... of which looked for an idle core")]
+    pub core_scans: u64,
+    #[stat(desc = "Total time spent scanning (ns)")]
+    pub scan_ns: u64,
+    #[stat(desc = "Mean time per scan (ns)")]
+    pub scan_ns_mean: f64,
+    #[stat(desc = "Scans: an idle CPU existed in the LLC, and was found")]
+    pub idle_found: u64,
+    #[stat(desc = "Scans: an idle CPU existed in the LLC, and was not found")]
+    pub idle_missed: u64,
+    #[stat(desc = "Scans: no idle CPU existed in the LLC")]
+    pub no_idle: u64,
+    #[stat(desc = "Scans: none existed yet one was found (raced with an idle entry)")]
+    pub no_idle_found: u64,
+    #[stat(desc = "Idle CPU existed: active and shadow policy both found one")]
+    pub shadow_both: u64,
+    #[stat(desc = "Idle CPU existed: only the active policy found one")]
+    pub shadow_active_only: u64,
+    #[stat(desc = "Idle CPU existed: only the shadow policy would have found one")]
+    pub shadow_shadow_only: u64,
+    #[stat(desc = "Idle CPU existed: neither found one")]
+    pub shadow_neither: u64,
+    #[stat(
+        desc = "Histogram of CPUs examined per scan (last slot: that many or more)",
+        _om_skip
+    )]
+    pub examined: Vec<u64>,
+    #[stat(
+        desc = "Histogram of the depth limit per scan (last slot: that many or more)",
+        _om_skip
+    )]
+    pub limit: Vec<u64>,
+    #[stat(
+        desc = "Histogram of the shadow policy's depth limit per scan",
+        _om_skip
+    )]
+    pub shadow_limit: Vec<u64>,
+    #[stat(desc = "The three histograms by depth, for OpenMetrics")]
+    pub depths: BTreeMap<u32, DepthCounts>,
+    #[stat(desc = "Per-LLC state and scan outcomes, by LLC index")]
+    #[serde(deserialize_with = "compat::llcs")]
+    pub llcs: BTreeMap<u32, LlcMetrics>,
+    #[stat(desc = "BPF run time per op (empty unless BPF statistics are on)")]
+    #[serde(deserialize_with = "compat::ops")]
+    pub ops: BTreeMap<String, OpMetrics>,
+}
+
+impl Metrics {
+    /// Fills `depths` from the three histograms, which stay the record's
+    /// own (the tables, the harness and scripts read them as lists).
+    pub fn with_depths(mut self) -> Self {
+        let n = self.examined.len().max(self.limit.len());
+        let at = |h: &[u64], i: usize| h.get(i).copied().unwrap_or(0);
+        self.depths = (0..n)
+            .map(|i| {
+                let d = DepthCounts {
+                    examined: at(&self.examined, i),
+                    limit: at(&self.limit, i),
+                    shadow_limit: at(&self.shadow_limit, i),
+                };
+                (i as u32, d)
+            })
+            .collect();
+        self
+    }
+
+    /// Share of scans that found an idle CPU when one existed, in %.
+    pub fn found_rate(&self) -> f64 {
+        100.0 * ratio(self.idle_found, self.idle_found + self.idle_missed)
+    }
+
+    /// The review's 2x2 matrix over the scans that had an idle CPU to find.
+    pub fn shadow_total(&self) -> u64 {
+        self.shadow_both + self.shadow_active_only + self.shadow_shadow_only + self.shadow_neither
+    }
+}
+
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// What each statistic is, for the socket's "stats_meta" request and for
+/// --help-stats.
+pub fn metas() -> Vec<StatsMeta> {
+    vec![
+        LlcMetrics::meta(),
+        OpMetrics::meta(),
+        DepthCounts::meta(),
+        Metrics::meta(),
+    ]
+}
+
+/// Describes every statistic (--help-stats).
+pub fn describe<W: Write>(w: &mut W) -> Result<()> {
+    metas()
+        .into_iter()
+        .fold(StatsServerData::<(), ()>::new(), |d, m| d.add_meta(m))
+        .describe_meta(w, None)
+}
+
+/// Results files written before the per-LLC records and the per-op times
+/// became dicts (for OpenMetrics) hold them as lists; both read.
+mod compat {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Deserializer};
+
+    use super::{LlcMetrics, OpMetrics};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrMap<K: Ord, V, L> {
+        Map(BTreeMap<K, V>),
+        List(Vec<L>),
+    }
+
+    pub fn llcs<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, LlcMetrics>, D::Error> {
+        // Keyed by the records' own index: an untagged enum's map keys
+        // arrive as strings, which do not read as integers.
+        let records: Vec<LlcMetrics> =
+            match ListOrMap::<String, LlcMetrics, LlcMetrics>::deserialize(d)? {
+                ListOrMap::Map(m) => m.into_values().collect(),
+                ListOrMap::List(v) => v,
+            };
+        Ok(records.into_iter().map(|l| (l.index as u32, l)).collect())
+    }
+
+    /// A listed op carried its name in an `op` field.
+    #[derive(Deserialize)]
+    struct NamedOp {
+        op: String,
+        #[serde(flatten)]
+        m: OpMetrics,
+    }
+
+    pub fn ops<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, OpMetrics>, D::Error> {
+        Ok(
+            match ListOrMap::<String, OpMetrics, NamedOp>::deserialize(d)? {
+                ListOrMap::Map(m) => m,
+                ListOrMap::List(v) => v.into_iter().map(|n| (n.op, n.m)).collect(),
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_from_before_a_counter_was_added_still_read() {
+        let mut v = serde_json::to_value(Metrics::default()).unwrap();
+        for gone in ["queued_wakeups", "rcu_readers", "depths"] {
+            v.as_object_mut().unwrap().remove(gone);
+        }
+        let m: Metrics = serde_json::from_value(v).unwrap();
+        assert_eq!((m.queued_wakeups, m.rcu_readers), (0, 0));
+    }
+}
