@@ -1,6 +1,7 @@
 //! The statistics of an A/B comparison: mean, sample standard deviation,
 //! the change against the baseline with the sign that makes positive mean
-//! better, and Welch's t-test for whether a change is significant.
+//! better, and Welch's t-test for whether a change is significant (the t
+//! distribution's tail from statrs).
 
 use serde::{Deserialize, Serialize};
 
@@ -65,91 +66,20 @@ pub fn significant(a: &[f64], b: &[f64], alpha: f64) -> bool {
     welch(a, b).is_some_and(|(_, _, p)| p < alpha)
 }
 
-/// P(|T| >= |t|) for Student's t with `df` degrees of freedom: the
-/// regularised incomplete beta function I_x(df/2, 1/2) at x = df/(df+t^2).
+/// P(|T| >= |t|) for Student's t with `df` degrees of freedom (statrs's
+/// t distribution; its tail is the regularised incomplete beta function
+/// I_x(df/2, 1/2) at x = df/(df+t^2)).
 fn t_two_sided_p(t: f64, df: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, StudentsT};
     if !t.is_finite() {
         return 0.0;
     }
-    inc_beta(df / 2.0, 0.5, df / (df + t * t))
-}
-
-/// The regularised incomplete beta function I_x(a, b), from its continued
-/// fraction (evaluated with the modified Lentz method), using the symmetry
-/// I_x(a, b) = 1 - I_(1-x)(b, a) where the fraction converges slowly.
-fn inc_beta(a: f64, b: f64, x: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(dist) => (2.0 * dist.sf(t.abs())).min(1.0),
+        // Only a df that is not positive and finite, which Welch's formula
+        // does not give for two samples of two or more with spread.
+        Err(_) => f64::NAN,
     }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
-    if x < (a + 1.0) / (a + b + 2.0) {
-        ln_front.exp() * beta_fraction(a, b, x) / a
-    } else {
-        1.0 - ln_front.exp() * beta_fraction(b, a, 1.0 - x) / b
-    }
-}
-
-fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
-    let mut c = 1.0;
-    let mut d = 1.0 - (a + b) * x / (a + 1.0);
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..300 {
-        let m = m as f64;
-        // Even step, then odd step, of the continued fraction.
-        for num in [
-            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
-        ] {
-            d = 1.0 + num * d;
-            if d.abs() < TINY {
-                d = TINY;
-            }
-            c = 1.0 + num / c;
-            if c.abs() < TINY {
-                c = TINY;
-            }
-            d = 1.0 / d;
-            h *= d * c;
-        }
-        if (d * c - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    h
-}
-
-/// ln(Gamma(x)) for x > 0 (Lanczos approximation, g = 7, n = 9).
-fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Gamma(x) Gamma(1 - x) = pi / sin(pi x).
-        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let t = x + 7.5;
-    let s = G[1..]
-        .iter()
-        .enumerate()
-        .fold(G[0], |s, (i, g)| s + g / (x + i as f64 + 1.0));
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + s.ln()
 }
 
 #[cfg(test)]
