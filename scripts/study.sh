@@ -55,16 +55,14 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 
-# cpus SHAPE: how many CPUs a shape has.
-cpus() {
-	local l c t
-	if [[ $1 =~ ^([0-9]+)s([0-9]+)l([0-9]+)c(([0-9]+)t)? ]]; then
-		echo $((BASH_REMATCH[1] * BASH_REMATCH[2] * BASH_REMATCH[3] * ${BASH_REMATCH[5]:-1}))
-		return
-	fi
-	IFS=x read -r l c t <<<"$1"
-	echo $((l * c * ${t:-1}))
-}
+if [[ $(id -u) -eq 0 ]]; then
+	scripts/setup.sh >/dev/null
+fi
+cargo build --release --locked --workspace
+LAB=$TARGET/release/sisutil-lab
+
+# cpus SHAPE: how many CPUs a shape has (the lab reads the grammar).
+cpus() { "$LAB" shape "$1" | sed -n 's/^NCPUS=//p'; }
 
 # list N...: the distinct positive Ns, ascending, comma-separated.
 list() {
@@ -94,10 +92,7 @@ done
 # step NAME: whether --steps asked for NAME.
 step() { [[ ,$STEPS, == *,$1,* ]]; }
 for shape in "${shapes[@]}"; do
-	[[ $shape =~ ^[0-9]+x[0-9]+(x[0-9]+)?$ || $shape =~ ^[0-9]+s[0-9]+l[0-9]+c([0-9]+t)?(-nps[124])?$ ]] || {
-		echo "study.sh: bad shape $shape (LxC[xT] or SsLlCc[Tt][-npsN])" >&2
-		exit 2
-	}
+	"$LAB" shape "$shape" >/dev/null || exit 2
 done
 
 for shape in "${shapes[@]}"; do
@@ -131,5 +126,5 @@ for shape in "${shapes[@]}"; do
 			--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 	fi
 done
-"$TARGET/release/sisutil-lab" study-summary "$OUT"
+"$LAB" study-summary "$OUT"
 echo "study.sh: results in $OUT/<shape>/{hackbench,tbench,wakeup,services,shadow}, the summary in $OUT/summary.md"

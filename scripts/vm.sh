@@ -84,33 +84,10 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run
 # Topology. Intel CPU models report one L3 per die: the short form makes
 # each LLC a socket (and a node), the long form puts several dies in a
 # socket and groups them into NUMA nodes, as AMD's NPS modes do.
-DIES=1
-NPS=1
-LONG=0
-if [[ $SHAPE =~ ^([0-9]+)x([0-9]+)(x([0-9]+))?$ ]]; then
-	SOCKETS=${BASH_REMATCH[1]}
-	CORES=${BASH_REMATCH[2]}
-	THREADS=${BASH_REMATCH[4]:-1}
-elif [[ $SHAPE =~ ^([0-9]+)s([0-9]+)l([0-9]+)c(([0-9]+)t)?(-nps([0-9]+))?$ ]]; then
-	SOCKETS=${BASH_REMATCH[1]}
-	DIES=${BASH_REMATCH[2]}
-	CORES=${BASH_REMATCH[3]}
-	THREADS=${BASH_REMATCH[5]:-1}
-	NPS=${BASH_REMATCH[7]:-1}
-	LONG=1
-else
-	die "bad --shape $SHAPE (want LxC, LxCxT or SsLlCc[Tt][-npsN], see --help)"
-fi
-for n in SOCKETS DIES CORES THREADS NPS; do
-	((${!n} >= 1)) || die "--shape $SHAPE: ${n,,} must be at least 1"
-done
-[[ $NPS == 1 || $NPS == 2 || $NPS == 4 ]] || die "--shape $SHAPE: NPS must be 1, 2 or 4"
-((DIES % NPS == 0)) || die "--shape $SHAPE: NPS$NPS does not divide $DIES LLCs per socket"
-NCPUS=$((SOCKETS * DIES * CORES * THREADS))
-MAX_VCPUS=288
-((NCPUS <= MAX_VCPUS)) || die "--shape $SHAPE gives $NCPUS CPUs; at most $MAX_VCPUS are supported"
-NODES=$((SOCKETS * NPS))
-PER_NODE=$((NCPUS / NODES))
+# The lab reads the shape's grammar: SOCKETS, DIES (LLCs per socket),
+# CORES, THREADS, NPS, LONG (the long form), NCPUS, NODES, PER_NODE.
+shape_vars=$("$LAB" shape "$SHAPE") || exit 2
+eval "$shape_vars"
 
 KDIR=$("$ROOT/scripts/fetch-kernel.sh")
 

@@ -6,6 +6,7 @@
 //! quote.
 
 mod bench;
+mod shape;
 mod streambench;
 mod wakebench;
 mod ycsb;
@@ -74,6 +75,9 @@ enum Cmd {
         #[arg(long)]
         update: bool,
     },
+    /// Print a VM shape's numbers (scripts/vm.sh's grammar: LxC[xT] or
+    /// SsLlCc[Tt][-npsN]) as shell assignments
+    Shape { shape: String },
     /// The wakeup-latency workload: message threads waking worker threads
     Wakebench(wakebench::Config),
     /// The memory-bandwidth workload: STREAM's four kernels on threads that
@@ -164,6 +168,7 @@ fn run(cmd: Cmd) -> Result<()> {
             Ok(())
         }
         Cmd::Docs { files, update } => bench::cite::docs(&files, update),
+        Cmd::Shape { shape } => shape::main(&shape),
         Cmd::Wakebench(cfg) => wakebench::main(&cfg),
         Cmd::Streambench(cfg) => streambench::main(&cfg),
         Cmd::Ycsb(cfg) => ycsb::main(&cfg),

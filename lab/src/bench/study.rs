@@ -242,7 +242,7 @@ fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
 
 /// "2s4l4c" and "2" for a shape named "2s4l4c-nps2" (vm.sh's NUMA modes).
 fn numa_mode(name: &str) -> Option<(&str, &str)> {
-    name.rsplit_once("-nps")
+    crate::shape::Shape::numa_mode(name)
 }
 
 /// A point of a shape's A/B runs, by section and label.
