@@ -708,6 +708,23 @@ pub fn missing_folders(doc: &Path, root: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// The results folders (`results/NAME`) a document names.
+fn cited_folders(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("results/") {
+        let tail = &rest[at + "results/".len()..];
+        let len = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "._-".contains(c)))
+            .unwrap_or(tail.len());
+        if len > 0 {
+            out.insert(tail[..len].to_string());
+        }
+        rest = &tail[len..];
+    }
+    out
+}
+
 /// `sisutil-lab docs [--update] FILE...`.
 pub fn docs(files: &[PathBuf], update: bool) -> Result<()> {
     let root = Path::new(".");
@@ -894,5 +911,21 @@ mod tests {
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
         assert!(quotes > 0, "the documents quote no results");
+        // And every folder in results/ is there because a document cites
+        // it (results/README.md, the index, does not count).
+        let cited: std::collections::BTreeSet<String> = docs
+            .iter()
+            .filter(|d| !d.ends_with("results/README.md"))
+            .flat_map(|d| cited_folders(&std::fs::read_to_string(d).unwrap()))
+            .collect();
+        let mut uncited: Vec<String> = std::fs::read_dir(root.join("results"))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !cited.contains(n))
+            .collect();
+        uncited.sort();
+        assert!(uncited.is_empty(), "results no document cites: {uncited:?}");
     }
 }
