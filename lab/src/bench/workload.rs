@@ -39,14 +39,14 @@ pub enum Family {
     PerfMessaging,
     /// perf bench sched pipe
     PerfPipe,
-    /// message threads waking worker threads (scx_sisutil wakebench)
+    /// message threads waking worker threads (sisutil-lab wakebench)
     Wakeup,
     /// the real schbench, where it is installed: wakeup's points, to check
     /// wakebench against the benchmark it stands for
     Schbench,
-    /// STREAM's memory-bandwidth kernels (scx_sisutil streambench)
+    /// STREAM's memory-bandwidth kernels (sisutil-lab streambench)
     Stream,
-    /// YCSB's workloads against PostgreSQL (scx_sisutil ycsb)
+    /// YCSB's workloads against PostgreSQL (sisutil-lab ycsb)
     Ycsb,
 }
 
