@@ -1,6 +1,11 @@
 //! SVG plots of an A/B run: per section a bar chart of the leading metric
 //! with error bars (one bar per arm at every point), and the distributions
 //! of CPUs examined and of depth limits per scan for the scheduler's arms.
+//!
+//! Drawn here rather than with plotters: plotters lays out every label
+//! through a font backend (font-kit with fontconfig, or ab_glyph with a
+//! font file), also for SVG, and the harness draws its plots inside the
+//! busybox guest, which has no fonts. These SVGs leave text to the viewer.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
