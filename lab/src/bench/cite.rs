@@ -709,6 +709,7 @@ pub fn missing_folders(doc: &Path, root: &Path) -> Result<Vec<String>> {
 }
 
 /// The results folders (`results/NAME`) a document names.
+#[cfg(test)]
 fn cited_folders(text: &str) -> std::collections::BTreeSet<String> {
     let mut out = std::collections::BTreeSet::new();
     let mut rest = text;
