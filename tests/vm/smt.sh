@@ -10,9 +10,9 @@ sleep 2
 idle=$(json_lines /tmp/sched.log.out | tail -n1)
 check "one LLC of width 4" [ "$(json_field width "$idle")" = 4 ]
 # Only a scan that finds no idle core clears the hint, and idle entries
-# set it again. With nothing else running such a scan happens only when
-# this shell and the scheduler's own statistics thread wake on both cores
-# at once, which a sample catches now and then (measured: 4 of 4 samples
+# set it again. With nothing else running such a scan can still happen
+# when this shell and the scheduler's statistics thread wake together on
+# both cores, and a sample catches one now and then (measured: 4 of 4 samples
 # set in one clean-clone run, 3 of 4 in the next); with both cores kept
 # busy the hint is clear in every sample (tried: 0 of 4). So: at least 3
 # of the last 4.
