@@ -24,10 +24,20 @@ fn main() {
         "cargo:rustc-env=SISUTIL_GIT_VERSION={}",
         git_version().unwrap_or_default()
     );
+    // The BPF program, one file per concern (src/bpf/sisutil.bpf.h lists
+    // them), linked into one object. BpfBuilder links in name order, and
+    // main.bpf.c, which defines the maps, must come before every file that
+    // declares one extern: libbpf 1.7's linker otherwise keeps the extern's
+    // placeholder offset in the .maps section and the skeleton cannot open
+    // the object (the build fails, it does not misbehave). The concern
+    // files' names sort after main.
     scx_cargo::BpfBuilder::new()
         .unwrap()
         .enable_intf("src/bpf/intf.h", "bpf_intf.rs")
         .enable_skel("src/bpf/main.bpf.c", "bpf")
+        .add_source("src/bpf/placement.bpf.c")
+        .add_source("src/bpf/migration.bpf.c")
+        .add_source("src/bpf/vtime.bpf.c")
         .compile_link_gen()
         .unwrap();
 

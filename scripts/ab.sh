@@ -3,7 +3,8 @@
 # benchmarks, in a VM running a sched_ext kernel. Prints the review-style
 # tables and keeps the results file, the report and the plots on the host.
 #
-#   scripts/ab.sh [--shape 2x4] [--out DIR] [--add SRC[:DST]]... [-- BENCH-OPTIONS...]
+#   scripts/ab.sh [--shape 2x4] [--out DIR] [--add SRC[:DST]]... [--retries N]
+#                 [-- BENCH-OPTIONS...]
 #
 # BENCH-OPTIONS go to `sisutil-lab bench` (arms, benchmarks, sizes; see
 # `sisutil-lab bench --help`), e.g.
@@ -13,6 +14,7 @@
 # scheduler for --arm NAME=COMMAND, or a schbench you built for --bench
 # schbench, e.g. --add ~/schbench/schbench:/usr/bin/schbench. On a machine
 # with sched_ext, run `sudo sisutil-lab bench ...` directly instead.
+# --retries boots the guest again when it dies (scripts/vm.sh's).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,13 +25,15 @@ SHAPE=2x4
 OUT=
 TIMEOUT=21600
 ADD=()
+RETRIES=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) SHAPE=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--add) ADD+=(--add "$2"); shift 2 ;;
-	-h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--retries) RETRIES=$2; shift 2 ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
 	*) echo "ab.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -49,7 +53,7 @@ done
 # first place to look when a run stops.
 mkdir -p "$OUT"
 set +e
-scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --out "$OUT" --console "$OUT/console.log" "${ADD[@]}" -- \
+scripts/vm.sh --shape "$SHAPE" --timeout "$TIMEOUT" --retries "$RETRIES" --out "$OUT" --console "$OUT/console.log" "${ADD[@]}" -- \
 	"sisutil-lab bench --out /results$args"
 rc=$?
 set -e

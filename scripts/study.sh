@@ -40,7 +40,7 @@ cd "$ROOT"
 SHAPES=1x16,2x8,1x8x2
 ARMS=eevdf,util,prop,util-small,full,builtin
 OUT=results/study
-PRESET=vm
+PRESET=study
 ITER=3
 STEPS=hackbench,tbench,wakeup,services,shadow
 while [[ $# -gt 0 ]]; do
@@ -64,22 +64,8 @@ LAB=$TARGET/release/sisutil-lab
 # cpus SHAPE: how many CPUs a shape has (the lab reads the grammar).
 cpus() { "$LAB" shape "$1" | sed -n 's/^NCPUS=//p'; }
 
-# list N...: the distinct positive Ns, ascending, comma-separated.
-list() {
-	printf '%s\n' "$@" | awk '$1 > 0' | sort -nu | paste -sd, -
-}
-
-# ab ARGS...: scripts/ab.sh, again when the guest died (exit 125).
-ab() {
-	local attempt rc
-	for attempt in 1 2 3; do
-		rc=0
-		scripts/ab.sh "$@" || rc=$?
-		((rc == 125)) || return "$rc"
-		echo "study.sh: the guest died (attempt $attempt of 3)" >&2
-	done
-	return 125
-}
+# ab ARGS...: scripts/ab.sh, booted up to twice more when the guest dies.
+ab() { scripts/ab.sh --retries 2 "$@"; }
 
 IFS=, read -r -a shapes <<<"$SHAPES"
 IFS=, read -r -a steps <<<"$STEPS"
@@ -97,21 +83,13 @@ done
 
 for shape in "${shapes[@]}"; do
 	n=$(cpus "$shape")
-	# tbench counts only once all its clients run: 128 clients on 32
-	# vCPUs under TCG had not all started within 3 s (0 MB/s in every arm).
-	tb_secs=$((n > 16 ? 10 : 3))
-	sizes=(--groups 1,2,4,8,16 --modes process --ipc pipe
-		--clients "$(list 1 $((n / 4)) "$n" $((4 * n)))" --tbench-secs "$tb_secs"
-		--workers "$(list 1 $((n / 4)) "$n")")
-	[[ $PRESET == quick ]] && sizes=()
-	arms=(--preset "$PRESET" --iterations "$ITER"
-		--arms "$ARMS")
+	# The lab's study preset sizes the matrix from the guest's CPUs.
+	arms=(--preset "$PRESET" --iterations "$ITER" --arms "$ARMS")
 	# The matrix families: every arm at the shape's sizes.
 	for bench in hackbench tbench wakeup; do
 		step "$bench" || continue
 		echo "=== $shape ($n CPUs): $bench, all arms"
-		ab --shape "$shape" --out "$OUT/$shape/$bench" -- \
-			"${arms[@]}" --bench "$bench" "${sizes[@]}"
+		ab --shape "$shape" --out "$OUT/$shape/$bench" -- "${arms[@]}" --bench "$bench"
 	done
 	if step services; then
 		echo "=== $shape ($n CPUs): STREAM and YCSB on PostgreSQL, all arms"

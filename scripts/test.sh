@@ -80,22 +80,17 @@ for test in tests/vm/*.sh; do
 	timeout=$(sed -n 's/^# timeout: *//p' "$test" | head -n1)
 	section "vm: $name (shape ${shape:-2x4})"
 	start=$(date +%s)
-	# A guest that died (vm.sh exits 125: the kernel panicked, as TCG
-	# guests now and then do while the kernel patches its own text) runs
-	# again, once. A BPF scheduler cannot panic the kernel: sched_ext
-	# unloads it instead, which the tests see and fail on.
-	for attempt in 1 2; do
-		set +e
-		scripts/vm.sh --shape "${shape:-2x4}" --timeout "${timeout:-600}" \
-			--console "target/vm-logs/$name.console" -- sh "/tests/vm/$name.sh" |
-			tee "target/vm-logs/$name.out"
-		rc=${PIPESTATUS[0]}
-		set -e
-		((rc == 125 && attempt == 1)) || break
-		echo "--- $name: the guest died (kernel console tail below); running it again"
-		tail -n 30 "target/vm-logs/$name.console" || true
+	# A guest that died boots once more (vm.sh's --retries says why).
+	set +e
+	scripts/vm.sh --shape "${shape:-2x4}" --timeout "${timeout:-600}" --retries 1 \
+		--console "target/vm-logs/$name.console" -- sh "/tests/vm/$name.sh" \
+		2>"target/vm-logs/$name.err" | tee "target/vm-logs/$name.out"
+	rc=${PIPESTATUS[0]}
+	set -e
+	cat "target/vm-logs/$name.err" >&2
+	if grep -q '^vm.sh: the guest died; booting it again' "target/vm-logs/$name.err"; then
 		retried_tests+=("$name")
-	done
+	fi
 	counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "target/vm-logs/$name.out" | tail -n1 || true)
 	read -r p _ f _ s _ <<<"${counts//,/}"
 	passed=$((passed + ${p:-0}))

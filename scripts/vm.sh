@@ -27,6 +27,7 @@ CONSOLE=
 OUTDIR=
 EXTRA=()
 APPEND_EXTRA=
+RETRIES=0
 
 usage() {
 	cat <<'EOF'
@@ -49,6 +50,8 @@ usage: scripts/vm.sh [options] [--] COMMAND...
   --console FILE keep the kernel console log there
   --out DIR      copy what the command leaves in the guest's /results to DIR
   --append ARGS  extra kernel command line
+  --retries N    boot again, up to N times, when the guest dies without
+                 reporting a result (exit 125 if the last one dies too)
 EOF
 }
 
@@ -69,6 +72,7 @@ while [[ $# -gt 0 ]]; do
 	--console) CONSOLE=$2; shift 2 ;;
 	--out) OUTDIR=$2; shift 2 ;;
 	--append) APPEND_EXTRA=$2; shift 2 ;;
+	--retries) RETRIES=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
 	-*) die "unknown option $1 (see --help)" ;;
@@ -77,6 +81,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || die "no command given (see --help)"
 [[ $TIMEOUT =~ ^[0-9]+$ && $TIMEOUT -gt 0 ]] || die "--timeout wants a positive number of seconds"
+[[ $RETRIES =~ ^[0-9]+$ ]] || die "--retries wants a number of boots"
 [[ -x $BIN ]] || die "scheduler binary $BIN not found; build it with cargo build --release --workspace"
 [[ -x $LAB ]] || die "lab binary $LAB not found; build it with cargo build --release --workspace"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing; run scripts/setup.sh"
@@ -298,26 +303,27 @@ esac
 
 console=${CONSOLE:-$WORK/console.log}
 out=$WORK/out.log
-set +e
-timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
-	"${machine[@]}" -m "$MEM" -smp "$smp" "${numa[@]}" \
-	-kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.cpio" \
-	-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
-	-display none -monitor none -no-reboot \
-	-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
-	-serial "file:$WORK/results.b64" \
-	</dev/null 2>"$WORK/qemu.err" | stdbuf -oL tr -d '\r' | tee "$out" | grep --line-buffered -v '^@@SISU-EXIT '
-qemu_rc=${PIPESTATUS[0]}
-set -e
 
-rc=$(sed -n 's/^@@SISU-EXIT \([0-9]*\)$/\1/p' "$out" | tail -n1)
-if [[ -n $OUTDIR && -s $WORK/results.b64 ]]; then
-	mkdir -p "$OUTDIR"
-	if ! tr -d '\r' <"$WORK/results.b64" | base64 -d | tar -xz -C "$OUTDIR"; then
-		echo "vm.sh: could not unpack the guest's /results" >&2
-	fi
-fi
-if [[ -z $rc ]]; then
+# boot: one run of the guest. Sets rc to the command's exit status, empty
+# when the guest stopped without reporting one, and qemu_rc.
+boot() {
+	rm -f "$WORK/results.b64"
+	set +e
+	timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
+		"${machine[@]}" -m "$MEM" -smp "$smp" "${numa[@]}" \
+		-kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.cpio" \
+		-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
+		-display none -monitor none -no-reboot \
+		-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
+		-serial "file:$WORK/results.b64" \
+		</dev/null 2>"$WORK/qemu.err" | stdbuf -oL tr -d '\r' | tee "$out" | grep --line-buffered -v '^@@SISU-EXIT '
+	qemu_rc=${PIPESTATUS[0]}
+	set -e
+	rc=$(sed -n 's/^@@SISU-EXIT \([0-9]*\)$/\1/p' "$out" | tail -n1)
+}
+
+# died: why the guest stopped without a result, and its console's end.
+died() {
 	if ((qemu_rc == 124 || qemu_rc == 137)); then
 		echo "vm.sh: guest did not finish within ${TIMEOUT}s" >&2
 	else
@@ -326,6 +332,23 @@ if [[ -z $rc ]]; then
 	grep -v "doesn't support requested feature" "$WORK/qemu.err" >&2 || true
 	echo "vm.sh: last kernel console lines:" >&2
 	tail -n 40 "$console" >&2 || true
-	exit 125
+}
+
+# A TCG guest now and then panics while the kernel patches its own text
+# (an int3 oops just after a scheduler loads); a BPF scheduler cannot
+# panic the kernel, sched_ext unloads it instead. So a dead guest may boot
+# again, and says so.
+for ((boots = 0; ; boots++)); do
+	boot
+	[[ -z $rc ]] || break
+	died
+	((boots < RETRIES)) || exit 125
+	echo "vm.sh: the guest died; booting it again ($((boots + 1)) of $RETRIES)" >&2
+done
+if [[ -n $OUTDIR && -s $WORK/results.b64 ]]; then
+	mkdir -p "$OUTDIR"
+	if ! tr -d '\r' <"$WORK/results.b64" | base64 -d | tar -xz -C "$OUTDIR"; then
+		echo "vm.sh: could not unpack the guest's /results" >&2
+	fi
 fi
 exit "$rc"

@@ -160,7 +160,7 @@ impl<'a> Scheduler<'a> {
         // CPU (docs/performance.md). Wakeups that this lets skip select_cpu
         // are placed in enqueue.
         // ENQ_LAST: a task the tick preempts to move it to another node
-        // (spread() in main.bpf.c) reaches enqueue even when nothing else
+        // (spread() in migration.bpf.c) reaches enqueue even when nothing else
         // would run on its CPU, instead of being kept there.
         skel.struct_ops.sisutil_ops_mut().flags =
             *compat::SCX_OPS_ALLOW_QUEUED_WAKEUP | *compat::SCX_OPS_ENQ_LAST;

@@ -138,7 +138,7 @@ $SCHED reset-stats >/dev/null
 spinners 2
 counts=$(in_node1)
 s=$($SCHED stats --json)
-log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s")"
+log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s") (remote pulls $(json_field pull_remote "$s"), node pulls $(json_field pull_node "$s"))"
 check "two spinners stay together in node 0 (the imbalance the kernel allows)" \
 	[ "$(echo $counts | tr ' ' '\n' | grep -c '^0$')" -ge 9 ]
 kill $S

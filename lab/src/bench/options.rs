@@ -18,6 +18,10 @@ pub enum Preset {
     Vm,
     /// Sized for a real machine
     Host,
+    /// The study's matrix (scripts/study.sh): the VM's sizes, hackbench on
+    /// processes and pipes, tbench and the wakeup benchmark at 1, a quarter
+    /// of and all of the CPUs (tbench at 4x them too)
+    Study,
 }
 
 #[derive(Clone, Debug, clap::Args)]
@@ -32,7 +36,7 @@ pub struct BenchOpts {
     /// Benchmark families
     #[arg(long = "bench", value_enum, value_delimiter = ',')]
     pub families: Option<Vec<Family>>,
-    /// Sizes: quick, vm or host (default: vm)
+    /// Sizes: quick, vm, host or study (default: vm)
     #[arg(long, value_enum, default_value_t = Preset::Vm)]
     pub preset: Preset,
     /// Iterations per point (at least 2 for the t-test)
@@ -106,9 +110,17 @@ pub struct BenchOpts {
 fn by_preset<T>(p: Preset, quick: T, vm: T, host: T) -> T {
     match p {
         Preset::Quick => quick,
-        Preset::Vm => vm,
+        Preset::Vm | Preset::Study => vm,
         Preset::Host => host,
     }
+}
+
+/// The distinct positive values of @sizes, ascending.
+fn distinct(sizes: &[u64]) -> Vec<u64> {
+    let mut v: Vec<u64> = sizes.iter().copied().filter(|n| *n > 0).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 fn powers_of_two(upto: u64) -> Vec<u64> {
@@ -156,7 +168,7 @@ impl BenchOpts {
     pub fn iterations(&self) -> u32 {
         self.iterations.unwrap_or(match self.preset {
             Preset::Quick => 2,
-            Preset::Vm => 3,
+            Preset::Vm | Preset::Study => 3,
             Preset::Host => 5,
         })
     }
@@ -164,6 +176,7 @@ impl BenchOpts {
     /// The matrix for a machine of @cpus CPUs in @llcs LLCs.
     pub fn matrix(&self, cpus: u64, llcs: u64) -> Result<Matrix> {
         let p = self.preset;
+        let study = p == Preset::Study;
         let families = self.families.clone().unwrap_or(match p {
             Preset::Quick => vec![Family::Hackbench, Family::Tbench],
             _ => vec![
@@ -186,7 +199,11 @@ impl BenchOpts {
                 self.modes.as_deref().unwrap_or(&by_preset(
                     p,
                     vec!["process".into()],
-                    vec!["process".into(), "thread".into()],
+                    if study {
+                        vec!["process".into()]
+                    } else {
+                        vec!["process".into(), "thread".into()]
+                    },
                     vec!["process".into(), "thread".into()],
                 )),
                 "thread",
@@ -196,7 +213,11 @@ impl BenchOpts {
                 self.ipc.as_deref().unwrap_or(&by_preset(
                     p,
                     vec!["pipe".into()],
-                    vec!["pipe".into(), "socket".into()],
+                    if study {
+                        vec!["pipe".into()]
+                    } else {
+                        vec!["pipe".into(), "socket".into()]
+                    },
                     vec!["pipe".into(), "socket".into()],
                 )),
                 "pipe",
@@ -204,17 +225,25 @@ impl BenchOpts {
             )?,
             perf_groups: groups.iter().copied().filter(|g| *g <= 8).collect(),
             hackbench_groups: groups,
-            tbench_clients: self.clients.clone().unwrap_or_else(|| {
-                by_preset(p, vec![1], powers_of_two(4 * cpus), powers_of_two(4 * cpus))
+            tbench_clients: self.clients.clone().unwrap_or_else(|| match p {
+                Preset::Study => distinct(&[1, cpus / 4, cpus, 4 * cpus]),
+                _ => by_preset(p, vec![1], powers_of_two(4 * cpus), powers_of_two(4 * cpus)),
             }),
-            tbench_secs: self.tbench_secs.unwrap_or(by_preset(p, 2, 5, 10)),
+            // tbench counts only once all its clients run: 128 clients on 32
+            // vCPUs under TCG had not all started within 3 s (0 MB/s in
+            // every arm).
+            tbench_secs: self.tbench_secs.unwrap_or(match p {
+                Preset::Study if cpus > 16 => 10,
+                Preset::Study => 3,
+                _ => by_preset(p, 2, 5, 10),
+            }),
             perf_loops: by_preset(p, 10, 50, 200),
             perf_pipe_loops: by_preset(p, 2_000, 20_000, 200_000),
             wakeup_messengers: 2,
-            wakeup_workers: self
-                .workers
-                .clone()
-                .unwrap_or_else(|| by_preset(p, vec![2], powers_of_two(cpus), powers_of_two(cpus))),
+            wakeup_workers: self.workers.clone().unwrap_or_else(|| match p {
+                Preset::Study => distinct(&[1, cpus / 4, cpus]),
+                _ => by_preset(p, vec![2], powers_of_two(cpus), powers_of_two(cpus)),
+            }),
             wakeup_secs: by_preset(p, 1.0, 3.0, 10.0),
             stream_threads: self.stream_threads.clone().unwrap_or(vec![llcs.max(1)]),
             stream_runs: self
@@ -295,6 +324,31 @@ mod tests {
             (m.hackbench_pipe.clone(), m.tbench_clients.clone()),
             (vec![false], vec![5])
         );
+        // The study's sizes, from the CPUs of the machine it runs on.
+        let st = opts(&["--preset", "study"]).unwrap();
+        let m = st.matrix(16, 2).unwrap();
+        assert_eq!(st.iterations(), 3);
+        assert_eq!(m.hackbench_groups, [1, 2, 4, 8, 16]);
+        assert_eq!(
+            (m.hackbench_threads.clone(), m.hackbench_pipe.clone()),
+            (vec![false], vec![true])
+        );
+        assert_eq!(
+            (m.tbench_clients.clone(), m.tbench_secs),
+            (vec![1, 4, 16, 64], 3)
+        );
+        assert_eq!(m.wakeup_workers, [1, 4, 16]);
+        let m = st.matrix(32, 8).unwrap();
+        assert_eq!(
+            (m.tbench_clients.clone(), m.tbench_secs),
+            (vec![1, 8, 32, 128], 10)
+        );
+        let m = st.matrix(2, 1).unwrap();
+        assert_eq!(
+            (m.tbench_clients.clone(), m.wakeup_workers.clone()),
+            (vec![1, 2, 8], vec![1, 2])
+        );
+
         assert!(opts(&["--modes", "fibre"]).unwrap().matrix(4, 1).is_err());
         assert!(opts(&["--iterations", "0"]).is_err());
     }

@@ -1,0 +1,764 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where a task runs: the kernel's select_task_rq_fair(), for the wakeup
+ * and fork paths. A wakeup first picks its target (wake_affine()), then
+ * select_idle_sibling() tries target, prev, the task's recent CPU and an
+ * idle SMT sibling before select_idle_cpu() scans the target's LLC, as
+ * deep as the active policy allows (SIS_UTIL, SIS_PROP, none, or the
+ * whole LLC), while the shadow policy is judged on the same idle state. A
+ * new task goes to the idlest LLC near its parent (find_idlest_cpu()), and
+ * a queued wakeup, which bypasses select_cpu, is placed from enqueue. The
+ * idle periods that SIS_PROP averages end here too.
+ */
+
+#include "sisutil.bpf.h"
+
+/* --- the wake target ------------------------------------------------ */
+
+/*
+ * The waker counts how often it wakes a different task than the last
+ * one, halved every second: record_wakee() in the kernel.
+ */
+static u32 record_wakee(struct task_struct *waker, const struct task_struct *wakee)
+{
+	struct task_ctx *w = bpf_task_storage_get(&task_ctxs, waker, 0, 0);
+	u64 now = bpf_ktime_get_ns();
+
+	if (!w)
+		return 0;
+	if (now - w->flips_decay_at > 1000000000ULL) {
+		w->wakee_flips >>= 1;
+		w->flips_decay_at = now;
+	}
+	if (w->last_wakee != wakee->pid) {
+		w->last_wakee = wakee->pid;
+		w->wakee_flips++;
+	}
+	return w->wakee_flips;
+}
+
+/*
+ * wake_wide(): when one of waker and wakee switches partners at least an
+ * LLC's width of times and the other that many times more again, they
+ * are part of a one-to-many fan-out, and pulling every wakee to the
+ * waker's CPU would pile them up there: such wakeups stay with prev.
+ */
+static bool wake_wide(const struct task_struct *p, u32 master, s32 this_cpu)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, (struct task_struct *)p, 0, 0);
+	u32 slave = tctx ? tctx->wakee_flips : 0, factor = width_of(llc_of(this_cpu));
+
+	if (master < slave) {
+		u32 t = master;
+
+		master = slave;
+		slave = t;
+	}
+	return slave >= factor && master >= slave * factor;
+}
+
+/*
+ * The kernel weighs wake-affine in the lowest domain that spans both the
+ * waker's CPU and prev, and NUMA domains beyond node_reclaim_distance
+ * lack SD_WAKE_AFFINE: a wakee whose prev is that far keeps prev.
+ */
+static bool affine_between(s32 this, s32 prev)
+{
+	const volatile u8 *v = MEMBER_VPTR(llc_affine, [llc_of(this)][llc_of(prev)]);
+
+	return v && *v;
+}
+
+/*
+ * The wake target, wake_affine() for a task woken from another CPU: the
+ * waker's CPU (this) rather than prev when this is idle and prev is not
+ * (in one LLC), when a synchronous waker is all this runs (it is about to
+ * sleep, and the wakee will find its data in this cache), or when this is
+ * less loaded than prev. The kernel weighs PELT load; the count of tasks
+ * run and queued stands in for it here, with the kernel's margin for
+ * prev (imbalance_pct 117: prev wins unless this has ~8% less). A task
+ * that runs many-to-one (wake_wide()) stays with prev.
+ */
+__hidden s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
+{
+	struct task_struct *waker = bpf_get_current_task_btf();
+	s32 this = bpf_get_smp_processor_id();
+	bool sync = wake_flags & SCX_WAKE_SYNC;
+	u32 flips, this_load, prev_load;
+	bool this_idle;
+
+	if (!wake_affine_on || !(wake_flags & SCX_WAKE_TTWU))
+		return prev;
+	flips = record_wakee(waker, p);
+	if (this == prev || !allowed(p, this) || wake_wide(p, flips, this))
+		return prev;
+	if (!affine_between(this, prev))
+		return prev;
+
+	/*
+	 * wake_affine_idle(). Only the idle task wakes others from an idle
+	 * CPU, so a task waker spares the idle mask lookups; prev's state is
+	 * read only where it decides.
+	 */
+	this_idle = waker->pid == 0 && cpu_idle_now(this);
+	if (this_idle && share_llc(this, prev))
+		return cpu_idle_now(prev) ? prev : this;
+	this_load = nr_running(this, true);
+	if (sync && this_load == 1)
+		return this;
+	if (cpu_idle_now(prev))
+		return prev;
+
+	/* wake_affine_weight(), in tasks instead of load */
+	if (sync && this_load > 0)
+		this_load--;
+	prev_load = nr_running(prev, false);
+	return this_load * 100 * 2 < prev_load * (100 + IMBALANCE_PCT) ? this : prev;
+}
+
+/* --- the scan of the LLC -------------------------------------------- */
+
+/* No limit on the number of CPUs a scan may examine. */
+#define SCAN_ALL	((u32)-1)
+
+/* Step of @cpu in the walk that begins at @start. */
+static u32 walk_step(s32 cpu, u32 start, u32 width)
+{
+	u32 pos = pos_of(cpu);
+
+	return pos >= start ? pos - start : pos + width - start;
+}
+
+/*
+ * The kernel checks each core once, at the first of its allowed threads
+ * the walk meets: has an allowed sibling of @cpu come before step @i?
+ */
+static bool core_seen(const struct task_struct *p, s32 cpu, u32 start, u32 width, u32 i)
+{
+	u32 j;
+
+	bpf_for(j, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(cpu, j);
+
+		if (sib < 0)
+			break;
+		if (sib != cpu && allowed(p, sib) && walk_step(sib, start, width) < i)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * select_idle_core(): is the whole core of @cpu idle? On the way, remember
+ * the first idle allowed thread as a fallback, and stop looking at a busy
+ * core once a fallback is known.
+ */
+static __always_inline bool core_idle(const struct task_struct *p, s32 cpu, const struct cpumask *idle,
+		      s32 *fallback, u32 *examined)
+{
+	bool all = true;
+	u32 j;
+
+	bpf_for(j, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(cpu, j);
+
+		if (sib < 0)
+			break;
+		(*examined)++;
+		if (!bpf_cpumask_test_cpu(sib, idle)) {
+			all = false;
+			if (*fallback >= 0)
+				break;
+			continue;
+		}
+		if (*fallback < 0 && allowed(p, sib))
+			*fallback = sib;
+	}
+	return all;
+}
+
+/*
+ * Is @cpu idle? An active scan claims the CPU it finds, as the kernel's
+ * scan takes the first idle CPU it probes; a shadow scan only looks.
+ */
+static bool probe(s32 cpu, bool claim, const struct cpumask *idle)
+{
+	if (claim)
+		return scx_bpf_test_and_clear_cpu_idle(cpu);
+	return bpf_cpumask_test_cpu(cpu, idle);
+}
+
+struct scan {
+	s32 target;	/* the walk begins after it, in its LLC */
+	u32 budget;	/* CPUs the scan may examine */
+	bool idle_core;	/* looking for a whole idle core */
+	bool claim;	/* the active scan claims what it finds; a shadow only looks */
+	s32 found;	/* the idle CPU, or -1 */
+	u32 examined;	/* CPUs whose idle state was looked at */
+};
+
+/*
+ * select_idle_cpu()'s loop over the target's LLC: the CPUs @p may use, in
+ * wrap-around order from target + 1. Looking for an idle core, every core
+ * is checked; otherwise at most budget CPUs are.
+ *
+ * A global function, so that the verifier walks its loops once, on their
+ * own, instead of once for every path of every caller into it (the shadow
+ * and the active scan, from select_cpu and from enqueue): with SMT on, the
+ * inlined scans came close to the verifier's million instructions.
+ */
+__noinline void scan_llc(struct task_struct *p __arg_trusted, struct scan *sc)
+{
+	u32 llc, width, budget, examined = 0, start, i;
+	const struct cpumask *idle;
+	struct sisu_llc_ctx *lc;
+	bool idle_core, claim;
+	s32 fallback = -1;
+
+	if (!sc)
+		return;
+	llc = llc_of(sc->target);
+	width = width_of(llc);
+	budget = sc->budget;
+	idle_core = sc->idle_core;
+	claim = sc->claim;
+
+	/*
+	 * Keep the verifier from tracking the counter's exact value, which
+	 * would make every iteration a new state.
+	 */
+	__sink(examined);
+	__sink(fallback);
+	sc->found = -1;
+	sc->examined = 0;
+	if (!width)
+		return;
+	start = pos_of(sc->target) + 1;
+	if (start >= width)
+		start = 0;
+
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 0, width) {
+		s32 cpu = walk_cpu(llc, start, i, width);
+
+		if (cpu < 0)
+			break;
+		if (!allowed(p, cpu))
+			continue;
+		if (idle_core) {
+			if (core_seen(p, cpu, start, width, i))
+				continue;
+			if (core_idle(p, cpu, idle, &fallback, &examined) &&
+			    probe(cpu, claim, idle)) {
+				sc->found = cpu;
+				goto out;
+			}
+			continue;
+		}
+		if (examined >= budget)
+			goto out;
+		examined++;
+		if (probe(cpu, claim, idle)) {
+			sc->found = cpu;
+			goto out;
+		}
+	}
+
+	if (!idle_core)
+		goto out;
+	/* No idle core after all: drop the hint, take the first idle thread. */
+	lc = llc_ctx(llc);
+	if (claim && lc && lc->has_idle_cores)
+		lc->has_idle_cores = 0;
+	if (fallback >= 0 && probe(fallback, claim, idle))
+		sc->found = fallback;
+out:
+	scx_bpf_put_idle_cpumask(idle);
+	sc->examined = examined;
+}
+
+/*
+ * Is any CPU of @llc that @p may use idle? (The "idle CPU in LLC" column.)
+ * Two cpumask operations for a task that may use the whole LLC, a walk
+ * over the LLC otherwise.
+ */
+static bool llc_has_idle(const struct task_struct *p, u32 llc, const struct cpumask *idle)
+{
+	const struct cpumask *mask = llc_cpumask(llc);
+	u32 width = width_of(llc), i;
+
+	if (mask && bpf_cpumask_subset(mask, p->cpus_ptr))
+		return bpf_cpumask_intersects(mask, idle);
+
+	bpf_for(i, 0, width) {
+		s32 cpu = walk_cpu(llc, 0, i, width);
+
+		if (cpu < 0)
+			break;
+		if (allowed(p, cpu) && bpf_cpumask_test_cpu(cpu, idle))
+			return true;
+	}
+	return false;
+}
+
+struct depth {
+	u64 limit;	/* the depth the policy computes (statistics) */
+	u32 budget;	/* CPUs the scan may examine */
+	bool scan;	/* whether the scan runs at all */
+};
+
+/*
+ * The depth @pol sets for a scan of @llc. @wc is the waking CPU's record,
+ * whose SIS_PROP state the caller has already aged. Pure: the shadow
+ * policy calls it too.
+ */
+static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_cpu_ctx *wc,
+			 struct depth *d)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc);
+	u32 width = width_of(llc), small = cfg.small_llc;
+	u64 nr;
+
+	d->limit = width;
+	d->budget = SCAN_ALL;
+	d->scan = true;
+
+	switch (pol) {
+	case SISU_POL_UTIL:
+		/*
+		 * A depth of 0 means the LLC is too busy to be worth any
+		 * scan, idle core or not. The review's small-LLC rule turns
+		 * any other depth into a full scan.
+		 */
+		nr = lc ? lc->nr_idle_scan : width;
+		if (nr && small && width <= small)
+			nr = width;
+		d->limit = nr;
+		d->scan = nr > 0;
+		if (!idle_core)
+			d->budget = nr;
+		break;
+	case SISU_POL_PROP:
+		/* The idle-core search is not limited by SIS_PROP. */
+		if (idle_core || !wc)
+			break;
+		nr = sis_prop_nr(width, wc->wake_avg_idle, wc->avg_scan_cost);
+		d->limit = nr;
+		d->budget = nr - 1 < SCAN_ALL ? nr - 1 : SCAN_ALL;
+		break;
+	case SISU_POL_NONE:
+		d->limit = 0;
+		d->scan = false;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The same outcome, counted against the LLC that was scanned. */
+static void count_llc_scan(u32 llc, bool existed, bool found)
+{
+	struct sisu_llc_scans *ls = bpf_map_lookup_elem(&llc_scans, &llc);
+
+	if (!ls)
+		return;
+	ls->scans++;
+	matrix_add(ls->found, existed, found);
+}
+
+/*
+ * Step 5 of the placement: scan the target's LLC under the active policy,
+ * judge the shadow policy on the same idle state, and count what happened.
+ */
+static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u32 pol,
+			   struct sisu_stats *st)
+{
+	u32 llc = llc_of(target), shadow = cfg.shadow;
+	bool prop_books, has_shadow, timed, existed = false, shadow_found = false;
+	struct sisu_cpu_ctx *wc = cpu_ctx(bpf_get_smp_processor_id());
+	struct depth d, sd = {};
+	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
+	struct scan ssc = { .target = target, .idle_core = idle_core };
+	const struct cpumask *idle;
+	u64 t0 = 0, t = 0;
+
+	has_shadow = st && shadow < SISU_POL_BUILTIN && shadow != pol;
+	/* SIS_PROP keeps its books whenever it is active or watched. */
+	prop_books = wc && !idle_core &&
+		     (pol == SISU_POL_PROP || (has_shadow && shadow == SISU_POL_PROP));
+	if (prop_books) {
+		u64 j = bpf_jiffies64();
+
+		prop_sync(wc, j);
+		sis_prop_age(wc, j);
+	}
+
+	policy_depth(pol, llc, idle_core, wc, &d);
+	if (has_shadow)
+		policy_depth(shadow, llc, idle_core, wc, &sd);
+
+	/* The shadow looks before the active scan claims anything. */
+	if (has_shadow && sd.scan) {
+		ssc.budget = sd.budget;
+		scan_llc(p, &ssc);
+		shadow_found = ssc.found >= 0;
+	}
+	timed = st || prop_books;
+	if (d.scan) {
+		if (timed)
+			t0 = bpf_ktime_get_ns();
+		sc.budget = d.budget;
+		scan_llc(p, &sc);
+		if (timed)
+			t = bpf_ktime_get_ns() - t0;
+		if (prop_books)
+			sis_prop_charge(wc, t);
+	}
+	/*
+	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
+	 * the idle mask still says whether an idle CPU was there to find.
+	 */
+	if (st && sc.found < 0 && !shadow_found) {
+		idle = scx_bpf_get_idle_cpumask();
+		existed = llc_has_idle(p, llc, idle);
+		scx_bpf_put_idle_cpumask(idle);
+	} else {
+		existed = sc.found >= 0 || shadow_found;
+	}
+
+	if (st) {
+		bool found = sc.found >= 0;
+
+		st->scans++;
+		st->scan_ns += t;
+		if (idle_core)
+			st->core_scans++;
+		hist_add(st->examined, sc.examined);
+		hist_add(st->limit, d.limit);
+		matrix_add(st->found, existed, found);
+		count_llc_scan(llc, existed, found);
+		if (has_shadow) {
+			hist_add(st->shadow_limit, sd.limit);
+			if (existed)
+				matrix_add(st->shadow, found, shadow_found);
+		}
+	}
+	return sc.found;
+}
+
+/* --- select_idle_sibling() ------------------------------------------ */
+
+/* select_idle_smt(): an idle sibling of @prev that @p may use. */
+static s32 idle_smt_sibling(const struct task_struct *p, s32 prev)
+{
+	u32 j;
+
+	bpf_for(j, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(prev, j);
+
+		if (sib < 0)
+			break;
+		if (sib != prev && allowed(p, sib) && scx_bpf_test_and_clear_cpu_idle(sib))
+			return sib;
+	}
+	return -1;
+}
+
+/*
+ * select_idle_sibling(), in the kernel's order. Global, as scan_llc() is:
+ * select_cpu and enqueue (for queued wakeups) both place wakeups, and the
+ * verifier walks it once instead of in each.
+ */
+__noinline void select_idle_sibling(struct task_struct *p __arg_trusted, s32 prev,
+					     s32 target, u32 pol, struct pick *pk)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc_of(target));
+	struct sisu_stats *st = stats_of(pol);
+	bool idle_core = false;
+	struct task_ctx *tctx;
+	s32 recent = -1, cpu;
+
+	if (!pk)
+		return;
+
+	/*
+	 * With no idle CPU found, p waits on target. The kernel's later
+	 * fallbacks to prev and recent_used_cpu only hold CPUs that the steps
+	 * below found idle but outside target's cluster; with no cluster
+	 * level those steps take them at once.
+	 */
+	pick_idle(pk, target, SISU_OUT_BUSY);
+
+	/* The waker's CPU is busy running it, unless the idle task wakes p. */
+	if (!(target == bpf_get_smp_processor_id() && bpf_get_current_task_btf()->pid) &&
+	    allowed(p, target) && scx_bpf_test_and_clear_cpu_idle(target))
+		return pick_idle(pk, target, SISU_OUT_TARGET);
+
+	if (prev != target && share_llc(prev, target) && allowed(p, prev) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev))
+		return pick_idle(pk, prev, SISU_OUT_PREV);
+
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (tctx) {
+		recent = tctx->recent_used_cpu;
+		tctx->recent_used_cpu = prev;
+	}
+	if (recent >= 0 && recent != prev && recent != target && share_llc(recent, target) &&
+	    allowed(p, recent) && scx_bpf_test_and_clear_cpu_idle(recent))
+		return pick_idle(pk, recent, SISU_OUT_RECENT);
+
+	if (smt_on) {
+		idle_core = lc && lc->has_idle_cores;
+		if (!idle_core && share_llc(prev, target)) {
+			cpu = idle_smt_sibling(p, prev);
+			if (cpu >= 0)
+				return pick_idle(pk, cpu, SISU_OUT_SMT);
+		}
+	}
+
+	cpu = select_idle_cpu(p, target, idle_core, pol, st);
+	if (cpu >= 0)
+		pick_idle(pk, cpu, SISU_OUT_SCAN);
+}
+
+/* The built-in policy, as a baseline arm. */
+__hidden void pick_builtin(struct task_struct *p, s32 prev, u64 wake_flags, struct pick *pk)
+{
+	bool is_idle = false;
+	s32 cpu = scx_bpf_select_cpu_dfl(p, prev, wake_flags, &is_idle);
+
+	if (!is_idle)
+		return pick_idle(pk, cpu, SISU_OUT_BUSY);
+	pick_idle(pk, cpu, cpu == prev ? SISU_OUT_PREV : SISU_OUT_SCAN);
+}
+
+/* --- what a wakeup did ---------------------------------------------- */
+
+/*
+ * How far from prev a wakeup went. Global: its branches would otherwise
+ * multiply every path out of the placement for the verifier.
+ */
+__noinline void count_moved(u32 policy, s32 prev, s32 cpu)
+{
+	struct sisu_stats *st = stats_of(policy);
+	u64 *n = st ? MEMBER_VPTR(st->moved, [span_of(llc_of(prev), llc_of(cpu))]) : NULL;
+
+	if (n)
+		(*n)++;
+}
+
+/* Counts a wakeup's placement under @st (NULL: statistics off). */
+__hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const struct pick *pk,
+			 bool queued)
+{
+	u64 *n;
+
+	if (!st)
+		return;
+	st->wakeups++;
+	if (queued)
+		st->queued_wakeups++;
+	if (target != prev)
+		st->affine++;
+	n = MEMBER_VPTR(st->outcome, [pk->outcome]);
+	if (n)
+		(*n)++;
+	count_moved(active_policy(), prev, pk->cpu);
+}
+
+/* --- fork ----------------------------------------------------------- */
+
+/*
+ * Where a new task starts. The kernel does not send a fork through
+ * select_idle_sibling(): find_idlest_cpu() walks down from the widest
+ * domain that balances on fork (none beyond node_reclaim_distance) and at
+ * each level takes the group with the most idle CPUs, the parent's own
+ * while it has as many (find_idlest_group()). So threads that start
+ * together spread over the LLCs, one per LLC first, instead of filling the
+ * parent's LLC, as STREAM's threads on a node of several LLCs show.
+ *
+ * Between nodes it keeps a new task near its parent's memory while the
+ * parent's node runs few tasks (allow_numa_imbalance()): it stays while
+ *
+ *	running + 1 <= imb_numa_nr  and  idlest's idle - home's idle <= 2
+ *
+ * with imb_numa_nr the LLCs of the first domain above the LLC (userspace
+ * works it out per LLC) and 2 the kernel's NUMA_IMBALANCE_MIN; the
+ * running tasks are the node's busy CPUs here.
+ */
+
+/* Counts the idle CPUs of every LLC and every node into @ic. */
+static void count_idle(struct idle_counts *ic)
+{
+	const struct cpumask *idle;
+	u32 i;
+
+	bpf_for(i, 0, nr_llcs) {
+		if (i >= SISU_MAX_LLCS)
+			break;
+		ic->llc[i] = 0;
+		ic->node[i] = 0;
+	}
+	idle = scx_bpf_get_idle_cpumask();
+	bpf_for(i, 0, nr_cpus) {
+		u32 llc, node;
+
+		if (!bpf_cpumask_test_cpu(i, idle))
+			continue;
+		llc = llc_of(i);
+		node = node_of(llc);
+		if (llc < SISU_MAX_LLCS)
+			ic->llc[llc & (SISU_MAX_LLCS - 1)]++;
+		if (node < SISU_MAX_LLCS)
+			ic->node[node & (SISU_MAX_LLCS - 1)]++;
+	}
+	scx_bpf_put_idle_cpumask(idle);
+}
+
+/* The node a task forked in @llc starts in (the rule above). */
+static u32 fork_node(u32 llc, const struct idle_counts *ic)
+{
+	u32 home = node_of(llc), best = home, span = SISU_SPAN_LLC, k;
+	u32 home_idle = idle_of(ic->node, home), best_idle = home_idle;
+	const volatile u32 *width = MEMBER_VPTR(node_width, [home]);
+	const volatile u32 *imb;
+
+	bpf_for(k, 1, nr_llcs) {
+		u32 other = llc_nearest(llc, k), node = node_of(other);
+		const volatile u8 *reach = MEMBER_VPTR(llc_affine, [llc][other]);
+
+		if (!reach || !*reach || idle_of(ic->node, node) <= best_idle)
+			continue;
+		best = node;
+		best_idle = idle_of(ic->node, node);
+		span = span_of(llc, other);
+	}
+	imb = MEMBER_VPTR(llc_numa_imb, [llc][span]);
+	if (best == home || !width || !imb)
+		return home;
+	if (home_idle && *width - home_idle + 1 <= *imb &&
+	    best_idle - home_idle <= NUMA_IMBALANCE_MIN)
+		return home;
+	return best;
+}
+
+/*
+ * An idle CPU, claimed, in the LLC with the most idle CPUs of the node the
+ * task forked in @prev starts in (the nearest LLC on ties), or -1 when
+ * none is idle within reach. Global: the verifier walks its loops once.
+ */
+__noinline s32 fork_cpu(s32 prev)
+{
+	u32 zero = 0, llc = llc_of(prev), best = llc, most = 0, node, k;
+	struct idle_counts *ic = bpf_map_lookup_elem(&idle_counts, &zero);
+	const struct cpumask *mask;
+
+	if (!ic)
+		return -1;
+	count_idle(ic);
+	node = fork_node(llc, ic);
+	bpf_for(k, 0, nr_llcs) {
+		u32 other = llc_nearest(llc, k);
+
+		if (node_of(other) != node || idle_of(ic->llc, other) <= most)
+			continue;
+		best = other;
+		most = idle_of(ic->llc, other);
+	}
+	if (!most)
+		return -1;
+	mask = llc_cpumask(best);
+	return mask ? scx_bpf_pick_idle_cpu(mask, 0) : -1;
+}
+
+/* --- queued wakeups ------------------------------------------------- */
+
+/*
+ * Queued wakeups (SCX_OPS_ALLOW_QUEUED_WAKEUP, set at load; see
+ * docs/performance.md) let a waker hand a task to its CPU's wake list
+ * instead of locking that CPU's runqueue. A task woken while it is still
+ * switching out goes there at once, without select_cpu, and its CPU
+ * enqueues it, as the kernel activates such a task on its CPU without
+ * select_task_rq(). The placement runs here instead, with the task's CPU
+ * as the wake target (the waker is not known here), so that every
+ * wakeup still goes through the active policy. Returns whether it found
+ * an idle CPU and sent the task there.
+ */
+__hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
+{
+	u32 pol = active_policy();
+	struct sisu_stats *st = stats_of(pol);
+	struct pick pk;
+
+	if (!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags) ||
+	    p->nr_cpus_allowed == 1 || p->migration_disabled)
+		return false;
+	if (pol == SISU_POL_BUILTIN) {
+		s32 idle = scx_bpf_select_cpu_and(p, cpu, 0, p->cpus_ptr, 0);
+
+		if (idle >= 0)
+			pick_idle(&pk, idle, idle == cpu ? SISU_OUT_PREV : SISU_OUT_SCAN);
+		else
+			pick_idle(&pk, cpu, SISU_OUT_BUSY);
+	} else {
+		select_idle_sibling(p, cpu, cpu, pol, &pk);
+	}
+	count_wakeup(st, cpu, cpu, &pk, true);
+	if (pk.outcome == SISU_OUT_BUSY)
+		return false;
+	/* The insertion wakes pk.cpu (a reschedule of its idle task). */
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | pk.cpu, task_slice(p), enq_flags);
+	return true;
+}
+
+/* --- idle periods --------------------------------------------------- */
+
+/*
+ * The CPU is about to go idle, its pull having found nothing: where the
+ * kernel's newidle balance stamps the start of the idle period that
+ * SIS_PROP averages, and where its idle entry sets the idle-core hint once
+ * every thread of the core is idle (this one is about to be). Called from
+ * dispatch, and idle_exit() from running, rather than from an update_idle
+ * op, which would cost two more BPF calls per wakeup.
+ */
+__hidden void idle_enter(s32 cpu, struct sisu_cpu_ctx *c)
+{
+	struct sisu_llc_ctx *lc;
+	const struct cpumask *idle_mask;
+	bool all = true;
+	u32 k;
+
+	prop_sync(c, bpf_jiffies64());
+	c->idle_stamp = bpf_ktime_get_ns();
+	if (!smt_on)
+		return;
+	lc = llc_ctx(llc_of(cpu));
+	if (!lc || lc->has_idle_cores)
+		return;
+	idle_mask = scx_bpf_get_idle_cpumask();
+	bpf_for(k, 0, SISU_MAX_SMT) {
+		s32 sib = sib_of(cpu, k);
+
+		if (sib < 0)
+			break;
+		if (sib != cpu && !bpf_cpumask_test_cpu(sib, idle_mask)) {
+			all = false;
+			break;
+		}
+	}
+	scx_bpf_put_idle_cpumask(idle_mask);
+	if (all)
+		lc->has_idle_cores = 1;
+}
+
+/* A task runs on an idle CPU: the idle period ends (ttwu_do_activate()). */
+__hidden void idle_exit(struct sisu_cpu_ctx *c, u64 now)
+{
+	u64 j = bpf_jiffies64();
+
+	/* A policy switch since the stamp discards the period with the state. */
+	prop_sync(c, j);
+	if (c->idle_stamp && now > c->idle_stamp)
+		sis_prop_idle_end(c, now - c->idle_stamp, j);
+	c->idle_stamp = 0;
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Who runs next on a CPU: the kernel's vruntime (update_curr(),
+ * place_entity()), kept per CPU, and what sched_ext needs beyond it.
+ *
+ * Virtual time is a task's runtime x 100 / its weight, measured against
+ * the clock of the CPU whose queue it is in. A CPU's clock follows the
+ * smallest virtual time among the tasks it runs and queues, and never
+ * goes back (the runqueue's min_vruntime): it moves when a task starts,
+ * and at every slice boundary to the smaller of the running task's
+ * (charged so far) and the queue's first. A task that slept comes back at
+ * most one slice behind the clock, so sleepers cannot hoard credit; a new
+ * task starts half a slice ahead of it, so that a stream of new tasks
+ * moves the clock on (as the kernel's START_DEBIT does) instead of
+ * holding back a task that is ahead; a task moving to another CPU keeps
+ * how far ahead or behind the old CPU's clock it was. One clock for all
+ * CPUs would not do: it moves as fast as all CPUs together consume time
+ * while each queue drains at one CPU's pace, so a task that waited would
+ * be owed far more than a slice.
+ *
+ * Beyond the kernel's rule: a kernel thread preempted inside an RCU
+ * reader queues as nice 0, and a task waiting past STARVE_NS runs next,
+ * before sched_ext's watchdog would unload the scheduler.
+ */
+
+#include "sisutil.bpf.h"
+
+/* @p's virtual time against @cpu's clock. */
+__hidden u64 rebase(struct task_struct *p, s32 cpu)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	u64 vtime = p->scx.dsq_vtime;
+
+	if (tctx && tctx->frame != cpu) {
+		vtime = vtime - vclock_of(tctx->frame) + vclock_of(cpu);
+		tctx->frame = cpu;
+	}
+	return vtime;
+}
+
+/* At most one slice of credit for the time @p slept. */
+__hidden u64 bound_credit(u64 vtime, s32 cpu)
+{
+	u64 floor = vclock_of(cpu) - slice_ns;
+
+	return time_before(vtime, floor) ? floor : vtime;
+}
+
+/* @cpu's clock moves to @vtime, if that is ahead. */
+__hidden void advance_clock(s32 cpu, u64 vtime)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+
+	if (c && time_before(c->vclock, vtime))
+		c->vclock = vtime;
+}
+
+/* Charges the running @p's time on @c so far; returns its virtual time. */
+__hidden u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
+{
+	if (now > c->run_start) {
+		p->scx.dsq_vtime += (now - c->run_start) * 100 / p->scx.weight;
+		c->run_start = now;
+	}
+	return p->scx.dsq_vtime;
+}
+
+/*
+ * Whether @p is a kernel thread inside an RCU read-side critical section.
+ * A task cannot sleep there, so one being queued was preempted there, and
+ * every RCU grace period now waits until it runs again and leaves the
+ * section. User tasks are left out: their sections end within a system
+ * call (path walks, fd lookups), and they are inside one so often that
+ * treating them as nice 0 there would undo nice for them. Kernel threads
+ * do bulk work in long ones (a huge-page copy, say).
+ */
+__hidden bool in_rcu_reader(const struct task_struct *p)
+{
+	if (!(p->flags & PF_KTHREAD) || !bpf_core_field_exists(p->rcu_read_lock_nesting))
+		return false;
+	return p->rcu_read_lock_nesting > 0;
+}
+
+/*
+ * A kernel thread preempted inside an RCU read-side section queues as a
+ * nice-0 task would: with a whole base slice, and no further back than one
+ * slice past the clock. At its own weight a nice-19 reader runs 0.2 ms at
+ * a time, behind every nice-0 task on the CPU, while every grace period
+ * waits for it, for tens of seconds on a loaded CPU; sched_ext unloads the
+ * scheduler after an RCU stall (EEVDF, which has the same wait, only
+ * warns). The kernel's cure, RCU priority boosting, is left out of most
+ * configs. This one is milder: a reader is owed a nice-0 task's share, no
+ * more, until it leaves the section, so readers cannot crowd others out,
+ * and a nice-0 task is seldom queued further back anyway.
+ */
+__hidden void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice)
+{
+	u64 last = vclock_of(cpu) + slice_ns;
+	bool behind = time_after(*vtime, last);
+	struct sisu_stats *st;
+
+	if (*slice >= slice_ns && !behind)
+		return;
+	*slice = slice_ns;
+	if (behind)
+		*vtime = last;
+	st = stats_of(active_policy());
+	if (st)
+		st->rcu_readers++;
+}
+
+/*
+ * @prev's slice ran out while it can still run. It is in no queue at this
+ * point, so the queue's order alone would hand the CPU to the next task
+ * whatever the two virtual times are (two tasks would simply take turns,
+ * whatever their weights): charge @prev, keep it if it is still the more
+ * entitled (as the kernel would pick it again), and move the clock.
+ */
+__hidden bool keep_prev(struct task_struct *prev, s32 cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	struct task_struct *head;
+	u64 vtime, first;
+
+	if (!c)
+		return false;
+	vtime = charge(prev, c, bpf_ktime_get_ns());
+	head = __COMPAT_scx_bpf_dsq_peek(cpu);
+	first = head ? head->scx.dsq_vtime : vtime;
+	advance_clock(cpu, time_before(first, vtime) ? first : vtime);
+	return !time_before(first, vtime);
+}
+
+/* A task waiting longer than this runs next, whatever its virtual time. */
+#define STARVE_NS	(1000ULL * 1000 * 1000)
+
+/* How often a CPU looks for such tasks in its queue. */
+#define RESCUE_EVERY_NS	(50ULL * 1000 * 1000)
+
+#define RESCUE_MAX	4
+
+/* How long the oldest task in @cpu's queue has waited (0 if none). */
+static u64 oldest_wait(s32 cpu, u64 now)
+{
+	struct task_struct *p;
+	u64 oldest = 0;
+
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (tctx && now - tctx->queued_at > oldest)
+			oldest = now - tctx->queued_at;
+	}
+	return oldest;
+}
+
+/*
+ * Weighted fairness alone can leave a low-weight task waiting for tens of
+ * seconds on a loaded CPU (the kernel's EEVDF would too), and sched_ext
+ * unloads a scheduler that leaves any task runnable for its watchdog's
+ * limit (30 s by default): a task that has waited STARVE_NS runs next.
+ * The longest waiters go first, so that however many tasks starve at
+ * once, every one is reached in turn. Under normal load nothing waits
+ * that long, so weights stay as they are.
+ */
+__hidden bool rescue_starving(s32 cpu)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	u64 now = bpf_ktime_get_ns(), oldest, cutoff;
+	struct task_struct *p;
+	u32 moved = 0;
+
+	if (!c || now - c->rescue_at < RESCUE_EVERY_NS)
+		return false;
+	c->rescue_at = now;
+	oldest = oldest_wait(cpu, now);
+	if (oldest < STARVE_NS)
+		return false;
+	cutoff = oldest - RESCUE_EVERY_NS;
+	if (cutoff < STARVE_NS)
+		cutoff = STARVE_NS;
+	bpf_for_each(scx_dsq, p, cpu, 0) {
+		struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (!tctx || now - tctx->queued_at < cutoff)
+			continue;
+		/*
+		 * A whole base slice, not task_slice()'s shrunk one, which
+		 * would leave a nice-19 task 0.2 ms a second.
+		 */
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, slice_ns);
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0) &&
+		    ++moved >= RESCUE_MAX)
+			break;
+	}
+	if (moved) {
+		struct sisu_stats *st = stats_of(active_policy());
+
+		if (st)
+			st->rescued += moved;
+	}
+	return moved > 0;
+}
