@@ -149,6 +149,12 @@ pub struct Metrics {
     pub scan_ns: u64,
     #[stat(desc = "Mean time per scan (ns)")]
     pub scan_ns_mean: f64,
+    #[stat(desc = "Scan time per CPU examined (ns): the active scans, which claim what they find")]
+    pub scan_ns_per_cpu: f64,
+    #[stat(desc = "Total time the shadow policy's scans took (ns)")]
+    pub shadow_scan_ns: u64,
+    #[stat(desc = "Shadow scan time per CPU examined (ns): they look without claiming")]
+    pub shadow_scan_ns_per_cpu: f64,
     #[stat(desc = "Scans: an idle CPU existed in the LLC, and was found")]
     pub idle_found: u64,
     #[stat(desc = "Scans: an idle CPU existed in the LLC, and was not found")]

@@ -49,15 +49,24 @@ impl Metrics {
             self.rescued,
             self.rcu_readers
         )?;
-        writeln!(
+        write!(
             w,
-            "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns",
+            "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns, {:.0} ns per CPU examined",
             self.scans,
             self.core_scans,
             self.found_rate(),
             self.scan_ns,
-            self.scan_ns_mean
+            self.scan_ns_mean,
+            self.scan_ns_per_cpu
         )?;
+        if self.shadow_scan_ns > 0 {
+            write!(
+                w,
+                " (the shadow's, looking only: {:.0})",
+                self.shadow_scan_ns_per_cpu
+            )?;
+        }
+        writeln!(w)?;
         if !self.ops.is_empty() {
             let ops: Vec<String> = self
                 .ops

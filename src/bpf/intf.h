@@ -98,7 +98,7 @@ struct sisu_cpu_ctx {
 	u32 running;		/* a sched_ext task is on the CPU */
 	u32 prop_epoch;		/* cfg.epoch the SIS_PROP state belongs to */
 	u64 run_start;		/* when the current task started */
-	u64 vclock;		/* the CPU's virtual clock (see main.bpf.c) */
+	u64 vclock;		/* the CPU's virtual clock (see vtime.bpf.c) */
 	u64 rescue_at;		/* last look for starving tasks */
 	u64 balance_at;		/* last comparison with the other queues */
 	u32 balance_round;	/* comparisons made: farther spans every few */
@@ -130,12 +130,15 @@ struct sisu_stats {
 	u64 rcu_readers;		/* readers queued as nice 0 (enqueue) */
 	u64 scans;			/* wakeups that reached the LLC scan */
 	u64 scan_ns;			/* time spent in those scans */
+	u64 scan_examined;		/* CPUs they examined */
 	u64 core_scans;			/* scans that looked for an idle core */
 	u64 found[2][2];		/* [an idle CPU existed][the scan found one] */
 	u64 shadow[2][2];		/* [active found][shadow found], when one existed */
 	u64 examined[SISU_HIST_SLOTS];	/* CPUs examined per scan */
 	u64 limit[SISU_HIST_SLOTS];	/* depth limit the policy set per scan */
 	u64 shadow_limit[SISU_HIST_SLOTS];
+	u64 shadow_scan_ns;		/* time the shadow's scans took (they only look) */
+	u64 shadow_examined;		/* CPUs they examined */
 };
 
 /*

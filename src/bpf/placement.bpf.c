@@ -374,19 +374,26 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 			   struct sisu_stats *st)
 {
 	u32 llc = llc_of(target), shadow = cfg.shadow;
-	bool prop_books, has_shadow, timed, existed = false, shadow_found = false;
+	bool prop_active, prop_shadow, has_shadow, timed, existed = false, shadow_found = false;
 	struct sisu_cpu_ctx *wc = cpu_ctx(bpf_get_smp_processor_id());
 	struct depth d, sd = {};
 	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
 	struct scan ssc = { .target = target, .idle_core = idle_core };
 	const struct cpumask *idle;
-	u64 t0 = 0, t = 0;
+	u64 t0 = 0, t = 0, ts = 0;
 
 	has_shadow = st && shadow < SISU_POL_BUILTIN && shadow != pol;
-	/* SIS_PROP keeps its books whenever it is active or watched. */
-	prop_books = wc && !idle_core &&
-		     (pol == SISU_POL_PROP || (has_shadow && shadow == SISU_POL_PROP));
-	if (prop_books) {
+	/*
+	 * SIS_PROP keeps its books whenever it is active or watched, each
+	 * charged with the cost of SIS_PROP's own scan: the active scan's, or
+	 * the shadow's to SIS_PROP's depth, which runs on every such wakeup as
+	 * an active SIS_PROP's would, whatever the active policy scans. (The
+	 * shadow's scan looks without claiming, a test of the idle mask per CPU
+	 * against an atomic clear: the statistics give both per CPU examined.)
+	 */
+	prop_active = wc && !idle_core && pol == SISU_POL_PROP;
+	prop_shadow = wc && !idle_core && has_shadow && shadow == SISU_POL_PROP;
+	if (prop_active || prop_shadow) {
 		u64 j = bpf_jiffies64();
 
 		prop_sync(wc, j);
@@ -399,11 +406,15 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 
 	/* The shadow looks before the active scan claims anything. */
 	if (has_shadow && sd.scan) {
+		t0 = bpf_ktime_get_ns();
 		ssc.budget = sd.budget;
 		scan_llc(p, &ssc);
+		ts = bpf_ktime_get_ns() - t0;
+		if (prop_shadow)
+			sis_prop_charge(wc, ts);
 		shadow_found = ssc.found >= 0;
 	}
-	timed = st || prop_books;
+	timed = st || prop_active;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
@@ -411,7 +422,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 		scan_llc(p, &sc);
 		if (timed)
 			t = bpf_ktime_get_ns() - t0;
-		if (prop_books)
+		if (prop_active)
 			sis_prop_charge(wc, t);
 	}
 	/*
@@ -431,6 +442,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 
 		st->scans++;
 		st->scan_ns += t;
+		st->scan_examined += sc.examined;
 		if (idle_core)
 			st->core_scans++;
 		hist_add(st->examined, sc.examined);
@@ -438,6 +450,8 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 		matrix_add(st->found, existed, found);
 		count_llc_scan(llc, existed, found);
 		if (has_shadow) {
+			st->shadow_scan_ns += ts;
+			st->shadow_examined += ssc.examined;
 			hist_add(st->shadow_limit, sd.limit);
 			if (existed)
 				matrix_add(st->shadow, found, shadow_found);
