@@ -96,10 +96,11 @@ for shape in "${shapes[@]}"; do
 		ab --shape "$shape" --out "$OUT/$shape/services" -- \
 			"${arms[@]}" --bench stream,ycsb
 	fi
+	# The shadow's points are its own (both modes, both IPCs: the vm preset).
 	if step shadow; then
 		echo "=== $shape ($n CPUs): util with prop as its shadow"
 		ab --shape "$shape" --out "$OUT/$shape/shadow" -- \
-			--preset "$PRESET" --iterations "$ITER" --arms util \
+			--preset "${PRESET/study/vm}" --iterations "$ITER" --arms util \
 			--scheduler-args "--shadow prop" \
 			--bench hackbench,tbench --groups 1,16 --clients $((4 * n))
 	fi
