@@ -176,7 +176,6 @@ impl BenchOpts {
     /// The matrix for a machine of @cpus CPUs in @llcs LLCs.
     pub fn matrix(&self, cpus: u64, llcs: u64) -> Result<Matrix> {
         let p = self.preset;
-        let study = p == Preset::Study;
         let families = self.families.clone().unwrap_or(match p {
             Preset::Quick => vec![Family::Hackbench, Family::Tbench],
             _ => vec![
@@ -196,30 +195,18 @@ impl BenchOpts {
             families,
             hackbench_loops: self.loops.unwrap_or(by_preset(p, 50, 200, 2000)),
             hackbench_threads: flags(
-                self.modes.as_deref().unwrap_or(&by_preset(
-                    p,
-                    vec!["process".into()],
-                    if study {
-                        vec!["process".into()]
-                    } else {
-                        vec!["process".into(), "thread".into()]
-                    },
-                    vec!["process".into(), "thread".into()],
-                )),
+                self.modes.as_deref().unwrap_or(&match p {
+                    Preset::Quick | Preset::Study => vec!["process".into()],
+                    _ => vec!["process".into(), "thread".into()],
+                }),
                 "thread",
                 "process",
             )?,
             hackbench_pipe: flags(
-                self.ipc.as_deref().unwrap_or(&by_preset(
-                    p,
-                    vec!["pipe".into()],
-                    if study {
-                        vec!["pipe".into()]
-                    } else {
-                        vec!["pipe".into(), "socket".into()]
-                    },
-                    vec!["pipe".into(), "socket".into()],
-                )),
+                self.ipc.as_deref().unwrap_or(&match p {
+                    Preset::Quick | Preset::Study => vec!["pipe".into()],
+                    _ => vec!["pipe".into(), "socket".into()],
+                }),
                 "pipe",
                 "socket",
             )?,
