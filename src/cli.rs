@@ -36,10 +36,13 @@ pub struct RunOpts {
     #[arg(long, value_enum, default_value_t = Policy::Util)]
     pub policy: Policy,
 
-    /// Judge this policy beside the active one at every scan, without
-    /// acting on it (fills the review's "able to find" matrix; not builtin)
-    #[arg(long, value_enum)]
-    pub shadow: Option<Policy>,
+    /// Judge these rules beside the active policy at every scan, on the
+    /// same wakeups, each with its own state, without acting on them: a
+    /// comma-separated list of util, prop, full, none, or "all" (fills the
+    /// review's "able to find" matrix for every pair)
+    #[arg(long, value_name = "RULES", default_value = "off",
+          value_parser = |s: &str| s.parse::<Shadow>())]
+    pub shadow: Shadow,
 
     /// util: scan the whole LLC when it has at most N CPUs and
     /// nr_idle_scan > 0 (the review's small-LLC proposal); 0 = off
@@ -136,7 +139,7 @@ pub enum SetCmd {
         #[arg(value_enum)]
         policy: Policy,
     },
-    /// The shadow policy, or "off"
+    /// The shadow rules (util,prop,full,none), "all", or "off"
     Shadow {
         #[arg(value_parser = |s: &str| s.parse::<Shadow>())]
         shadow: Shadow,
@@ -173,25 +176,25 @@ impl RunOpts {
         // time is, from the defaults; what only a start sets, here.
         let start = Change {
             policy: Some(self.policy),
-            shadow: Some(self.shadow),
+            shadow: Some(self.shadow.clone()),
             small_llc: Some(self.small_llc),
             reset: false,
         };
         let defaults = Status {
             policy: Policy::Util,
-            shadow: None,
+            shadow: Shadow::off(),
             small_llc: 0,
             switches: 0,
         };
         start
             .apply_to(&defaults)
             .map_err(|e| format!("--policy/--shadow: {e}"))?;
-        if self.shadow.is_some() && self.no_scan_stats {
+        if !self.shadow.is_empty() && self.no_scan_stats {
             return Err("--shadow needs the scan statistics (drop --no-scan-stats)".into());
         }
         Ok(Settings {
             policy: self.policy,
-            shadow: self.shadow,
+            shadow: self.shadow.clone(),
             small_llc: self.small_llc,
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
@@ -246,14 +249,24 @@ mod tests {
 
     #[test]
     fn inconsistent_settings_are_refused() {
-        let o = parse(&["--policy", "prop", "--shadow", "prop"]).unwrap();
-        assert!(o.run.settings().is_err());
-        let o = parse(&["--shadow", "builtin"]).unwrap();
-        assert!(o.run.settings().is_err());
+        assert!(parse(&["--shadow", "builtin"]).is_err());
         let o = parse(&["--shadow", "prop", "--no-scan-stats"]).unwrap();
         assert!(o.run.settings().is_err());
         let o = parse(&["--shadow", "prop", "--small-llc", "16"]).unwrap();
         assert!(o.run.settings().is_ok());
+        // A rule beside itself keeps its own state: allowed.
+        let o = parse(&["--policy", "prop", "--shadow", "prop,full"]).unwrap();
+        let s = o.run.settings().unwrap();
+        assert_eq!(s.shadow.to_string(), "prop,full");
+        let o = parse(&["--shadow", "all"]).unwrap();
+        assert_eq!(o.run.settings().unwrap().shadow, Shadow::all());
+        assert!(parse(&[])
+            .unwrap()
+            .run
+            .settings()
+            .unwrap()
+            .shadow
+            .is_empty());
     }
 
     #[test]
@@ -262,10 +275,8 @@ mod tests {
         assert!(matches!(
             o.cmd,
             Some(Cmd::Set {
-                what: SetCmd::Shadow {
-                    shadow: Shadow(None)
-                }
-            })
+                what: SetCmd::Shadow { ref shadow }
+            }) if shadow.is_empty()
         ));
         let o = parse(&["set", "small-llc", "off"]).unwrap();
         assert!(matches!(

@@ -115,7 +115,7 @@ fn run(opts: Opts) -> Result<()> {
                     ..Default::default()
                 },
                 SetCmd::Shadow { shadow } => Change {
-                    shadow: Some(shadow.0),
+                    shadow: Some(shadow),
                     ..Default::default()
                 },
                 SetCmd::SmallLlc { n } => Change {

@@ -6,7 +6,7 @@
 //! compiled for the host by build.rs.
 
 use crate::bpf_intf;
-pub use sisutil_proto::policy::Policy;
+pub use sisutil_proto::policy::{Policy, Shadow};
 
 /// imbalance_pct of the kernel's LLC (MC) domain.
 pub const LLC_IMBALANCE_PCT: u64 = 117;
@@ -115,15 +115,16 @@ mod tests {
 
 #[cfg(test)]
 mod sis_prop_tests {
-    use crate::bpf_intf::sisu_cpu_ctx;
+    use crate::bpf_intf::{sisu_book_SISU_BOOK_ACTIVE as ACTIVE, sisu_cpu_ctx, sisu_prop_books};
 
     extern "C" {
         fn sisu_avg_update(avg: *mut u64, sample: u64);
         fn sisu_prop_reset(c: *mut sisu_cpu_ctx, now_jiffies: u64);
         fn sisu_prop_idle_end(c: *mut sisu_cpu_ctx, idle_ns: u64, now_jiffies: u64);
-        fn sisu_prop_age(c: *mut sisu_cpu_ctx, now_jiffies: u64);
+        fn sisu_prop_age(b: *mut sisu_prop_books, now_jiffies: u64);
         fn sisu_prop_nr(width: u32, wake_avg_idle: u64, avg_scan_cost: u64) -> u64;
-        fn sisu_prop_charge(c: *mut sisu_cpu_ctx, scan_ns: u64);
+        fn sisu_prop_charge(b: *mut sisu_prop_books, scan_ns: u64);
+        fn sisu_prop_share(walk_ns: u64, examined: u32, walk_examined: u32) -> u64;
     }
 
     // SAFETY (all wrappers): the C functions only read and write the
@@ -143,26 +144,37 @@ mod sis_prop_tests {
         unsafe { sisu_prop_idle_end(c, idle_ns, j) }
     }
 
-    fn age(c: &mut sisu_cpu_ctx, j: u64) {
-        unsafe { sisu_prop_age(c, j) }
+    fn age(b: &mut sisu_prop_books, j: u64) {
+        unsafe { sisu_prop_age(b, j) }
     }
 
     fn nr(width: u32, wake_avg_idle: u64, cost: u64) -> u64 {
         unsafe { sisu_prop_nr(width, wake_avg_idle, cost) }
     }
 
-    fn charge(c: &mut sisu_cpu_ctx, scan_ns: u64) {
-        unsafe { sisu_prop_charge(c, scan_ns) }
+    fn charge(b: &mut sisu_prop_books, scan_ns: u64) {
+        unsafe { sisu_prop_charge(b, scan_ns) }
+    }
+
+    fn share(walk_ns: u64, examined: u32, walk_examined: u32) -> u64 {
+        unsafe { sisu_prop_share(walk_ns, examined, walk_examined) }
+    }
+
+    /// The active policy's books of @c.
+    fn books(c: &mut sisu_cpu_ctx) -> &mut sisu_prop_books {
+        &mut c.prop[ACTIVE as usize]
     }
 
     #[test]
     fn boot_values() {
         let c = fresh(42);
         assert_eq!(c.avg_idle, 1_000_000, "2 x sysctl_sched_migration_cost");
-        assert_eq!(c.wake_avg_idle, 1_000_000);
-        assert_eq!(c.wake_stamp, 42);
-        assert_eq!(c.avg_scan_cost, 0);
         assert_eq!(c.idle_stamp, 0);
+        for b in c.prop {
+            assert_eq!(b.wake_avg_idle, 1_000_000);
+            assert_eq!(b.wake_stamp, 42);
+            assert_eq!(b.avg_scan_cost, 0);
+        }
     }
 
     #[test]
@@ -176,40 +188,55 @@ mod sis_prop_tests {
     }
 
     #[test]
-    fn idle_end_caps_and_refills_the_budget() {
+    fn idle_end_caps_and_refills_every_budget() {
         let mut c = fresh(0);
+        // Books that spent differently start over alike: the idle period
+        // is the CPU's.
+        c.prop[1].wake_avg_idle = 3;
+        c.prop[1].avg_scan_cost = 900;
         idle_end(&mut c, 200_000, 7);
         assert_eq!(c.avg_idle, 900_000);
-        assert_eq!(c.wake_avg_idle, 450_000, "half the average idle period");
-        assert_eq!(c.wake_stamp, 7);
+        for b in c.prop {
+            assert_eq!(b.wake_avg_idle, 450_000, "half the average idle period");
+            assert_eq!(b.wake_stamp, 7);
+        }
+        assert_eq!(
+            c.prop[1].avg_scan_cost, 900,
+            "the learnt cost stays its own"
+        );
         // A long idle period cannot push the average past 1 ms.
         idle_end(&mut c, 50_000_000, 9);
         assert_eq!(c.avg_idle, 1_000_000);
-        assert_eq!(c.wake_avg_idle, 500_000);
+        assert_eq!(c.prop[0].wake_avg_idle, 500_000);
     }
 
     #[test]
     fn aging_halves_once_per_jiffy() {
         let mut c = fresh(100);
-        c.wake_avg_idle = 500_000;
-        age(&mut c, 100);
+        let b = books(&mut c);
+        b.wake_avg_idle = 500_000;
+        age(b, 100);
         assert_eq!(
-            (c.wake_avg_idle, c.wake_stamp),
+            (b.wake_avg_idle, b.wake_stamp),
             (500_000, 100),
             "same jiffy"
         );
-        age(&mut c, 103);
-        assert_eq!((c.wake_avg_idle, c.wake_stamp), (62_500, 103));
+        age(b, 103);
+        assert_eq!((b.wake_avg_idle, b.wake_stamp), (62_500, 103));
         // Long busy: the budget runs out after 16 more halvings and the
         // stamp stays where it emptied, as in the kernel's loop.
-        age(&mut c, 10_000);
-        assert_eq!(c.wake_avg_idle, 0);
-        assert_eq!(c.wake_stamp, 103 + 16);
+        age(b, 10_000);
+        assert_eq!(b.wake_avg_idle, 0);
+        assert_eq!(b.wake_stamp, 103 + 16);
         // Even u64::MAX empties within the 64 rounds.
-        c.wake_avg_idle = u64::MAX;
-        c.wake_stamp = 0;
-        age(&mut c, 1_000);
-        assert_eq!((c.wake_avg_idle, c.wake_stamp), (0, 64));
+        b.wake_avg_idle = u64::MAX;
+        b.wake_stamp = 0;
+        age(b, 1_000);
+        assert_eq!((b.wake_avg_idle, b.wake_stamp), (0, 64));
+        assert_eq!(
+            c.prop[1].wake_avg_idle, 1_000_000,
+            "the other book ages apart"
+        );
     }
 
     #[test]
@@ -234,14 +261,27 @@ mod sis_prop_tests {
     #[test]
     fn scans_are_charged_back() {
         let mut c = fresh(0);
-        c.wake_avg_idle = 1_000;
-        charge(&mut c, 300);
-        assert_eq!(c.wake_avg_idle, 700);
-        assert_eq!(c.avg_scan_cost, 37, "0 + 300 / 8");
-        charge(&mut c, 5_000);
-        assert_eq!(c.wake_avg_idle, 0, "never below zero");
-        assert_eq!(c.avg_scan_cost, 37 + (5_000 - 37) / 8);
+        let b = books(&mut c);
+        b.wake_avg_idle = 1_000;
+        charge(b, 300);
+        assert_eq!(b.wake_avg_idle, 700);
+        assert_eq!(b.avg_scan_cost, 37, "0 + 300 / 8");
+        charge(b, 5_000);
+        assert_eq!(b.wake_avg_idle, 0, "never below zero");
+        assert_eq!(b.avg_scan_cost, 37 + (5_000 - 37) / 8);
         // The cost the next depth divides by grew: fewer CPUs next time.
-        assert!(nr(8, 500_000, c.avg_scan_cost) < nr(8, 500_000, 37));
+        assert!(nr(8, 500_000, b.avg_scan_cost) < nr(8, 500_000, 37));
+    }
+
+    #[test]
+    fn a_shared_walk_is_charged_by_the_cpus_each_scan_examines() {
+        // A walk of 8 CPUs took 800 ns; SIS_PROP's depth stopped at 3.
+        assert_eq!(share(800, 3, 8), 300);
+        // Its scan is the whole walk: charged whole, fixed cost and all.
+        assert_eq!(share(800, 8, 8), 800);
+        assert_eq!(share(800, 9, 8), 800);
+        // A walk that examined nothing (no allowed CPU) costs what it took.
+        assert_eq!(share(150, 0, 0), 150);
+        assert_eq!(share(150, 0, 4), 0);
     }
 }

@@ -22,12 +22,15 @@ use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::Status;
 use crate::op_time::{self, OpTime};
-use crate::policy::{self, Policy};
+use crate::policy::{self, Policy, Shadow};
 use crate::server::{Job, Server};
-use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics};
+use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics, RuleCounters};
 use crate::sysfs;
 use crate::topology::{self, Layout, Span};
 use crate::utilisation::{self, Tracker};
+
+const ACTIVE: usize = bpf_intf::sisu_book_SISU_BOOK_ACTIVE as usize;
+const SHADOW: usize = bpf_intf::sisu_book_SISU_BOOK_SHADOW as usize;
 
 /// The longest a stats or control request waits for the loop to wake.
 const SERVE_EVERY: Duration = Duration::from_millis(50);
@@ -36,7 +39,7 @@ const SERVE_EVERY: Duration = Duration::from_millis(50);
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub policy: Policy,
-    pub shadow: Option<Policy>,
+    pub shadow: Shadow,
     pub small_llc: u32,
     pub interval: Duration,
     pub slice: Duration,
@@ -120,6 +123,8 @@ pub struct Scheduler<'a> {
     baseline_rt: Vec<OpTime>,
     /// Every LLC's scan outcomes then.
     baseline_llc: Vec<LlcScans>,
+    /// Every shadow rule's verdicts then.
+    baseline_rules: Vec<RuleCounters>,
     _bpf_stats: Option<op_time::Enabled>,
     counting_since: Instant,
     interval: Duration,
@@ -176,7 +181,7 @@ impl<'a> Scheduler<'a> {
         );
         let status = Status {
             policy: s.policy,
-            shadow: s.shadow,
+            shadow: s.shadow.clone(),
             small_llc: s.small_llc,
             switches: 0,
         };
@@ -197,6 +202,7 @@ impl<'a> Scheduler<'a> {
             baseline: Vec::new(),
             baseline_rt: Vec::new(),
             baseline_llc: Vec::new(),
+            baseline_rules: Vec::new(),
             _bpf_stats: bpf_stats,
             counting_since: Instant::now(),
             interval: s.interval,
@@ -320,6 +326,19 @@ impl<'a> Scheduler<'a> {
         Counters::sum_cpus(&per_cpu)
     }
 
+    /// What a shadow rule would have done, summed over CPUs.
+    fn rule_counters(&self, rule: Policy) -> Result<RuleCounters> {
+        let key = rule.to_bpf().to_ne_bytes();
+        let per_cpu = self
+            .skel
+            .maps
+            .rule_stats
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("cannot read the shadow rules' map")?
+            .unwrap_or_default();
+        RuleCounters::sum_cpus(&per_cpu)
+    }
+
     /// Every LLC's scan outcomes, summed over the CPUs that counted them.
     fn llc_scans(&self) -> Result<Vec<LlcScans>> {
         (0..self.layout.llcs.len() as u32)
@@ -344,6 +363,10 @@ impl<'a> Scheduler<'a> {
         // Right after the policy's counters, as metrics() reads them, so
         // that both cover the same wakeups but for a few syscalls' worth.
         self.baseline_llc = self.llc_scans()?;
+        self.baseline_rules = Policy::ALL
+            .iter()
+            .map(|&p| self.rule_counters(p))
+            .collect::<Result<_>>()?;
         self.baseline_rt = op_time::sample(&self.skel);
         self.counting_since = Instant::now();
         Ok(())
@@ -354,13 +377,18 @@ impl<'a> Scheduler<'a> {
         let base = &self.baseline[p.to_bpf() as usize];
         let counters = self.counters(p)?.since(base);
         let llc_scans = self.llc_scans()?;
+        let rules = self
+            .status
+            .shadow
+            .rules()
+            .iter()
+            .map(|&r| {
+                let base = &self.baseline_rules[r.to_bpf() as usize];
+                Ok((r, self.rule_counters(r)?.since(base)))
+            })
+            .collect::<Result<Vec<_>>>()?;
         let ctx = stats::Context {
             policy: p.to_string(),
-            shadow: self
-                .status
-                .shadow
-                .map(|s| s.to_string())
-                .unwrap_or_default(),
             small_llc: self.status.small_llc as u64,
             switches: self.status.switches,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
@@ -373,7 +401,7 @@ impl<'a> Scheduler<'a> {
                 .map(|((op, now), base)| (op.to_string(), now.since(base)))
                 .collect(),
         };
-        Ok(stats::metrics(&counters, ctx))
+        Ok(stats::metrics(&counters, &rules, ctx))
     }
 
     fn llc_metrics(&self, scans: &[LlcScans]) -> Vec<LlcMetrics> {
@@ -404,8 +432,10 @@ impl<'a> Scheduler<'a> {
                     sum_util: rec.sum_util as u64,
                     nr_idle_scan: rec.nr_idle_scan as u64,
                     has_idle_cores: rec.has_idle_cores as u64,
-                    prop_avg_scan_cost_ns: mean(|c| c.avg_scan_cost),
-                    prop_wake_avg_idle_ns: mean(|c| c.wake_avg_idle),
+                    prop_avg_scan_cost_ns: mean(|c| c.prop[ACTIVE].avg_scan_cost),
+                    prop_wake_avg_idle_ns: mean(|c| c.prop[ACTIVE].wake_avg_idle),
+                    shadow_prop_avg_scan_cost_ns: mean(|c| c.prop[SHADOW].avg_scan_cost),
+                    shadow_prop_wake_avg_idle_ns: mean(|c| c.prop[SHADOW].wake_avg_idle),
                     prop_avg_idle_ns: mean(|c| c.avg_idle),
                     scanned: seen.scans,
                     found: seen.found[1][1],
@@ -509,12 +539,12 @@ fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
         .data_data
         .as_deref_mut()
         .context("the BPF object has no data section")?;
-    let shadow = st.shadow.map_or(bpf_intf::SISU_NO_SHADOW, |p| p.to_bpf());
+    let shadows = st.shadow.to_bpf();
     // SAFETY: aligned u32 stores into the mmapped config BPF reads; the
     // epoch goes last so that a CPU that sees it sees the rest too.
     unsafe {
         ptr::write_volatile(&mut data.cfg.policy, st.policy.to_bpf());
-        ptr::write_volatile(&mut data.cfg.shadow, shadow);
+        ptr::write_volatile(&mut data.cfg.shadows, shadows);
         ptr::write_volatile(&mut data.cfg.small_llc, st.small_llc);
         std::sync::atomic::fence(Ordering::SeqCst);
         ptr::write_volatile(&mut data.cfg.epoch, epoch);

@@ -365,7 +365,7 @@ mod tests {
                         let _ = tx.send(c.policy.ok_or("nothing to change".into()).map(|p| {
                             control::Status {
                                 policy: p,
-                                shadow: None,
+                                shadow: Default::default(),
                                 small_llc: 0,
                                 switches: 1,
                             }
@@ -528,6 +528,18 @@ mod tests {
             ns_per_call: 250.0,
         };
         m.ops.insert("select_cpu".into(), op);
+        let rule = crate::stats::RuleMetrics {
+            judged: 100,
+            would_find_pct: 75.0,
+            limit_hist: vec![0, 1, 2],
+            ..Default::default()
+        };
+        m.rules.insert("prop".into(), rule);
+        let pair = crate::stats::PairMetrics {
+            first_only: 7,
+            ..Default::default()
+        };
+        m.pairs.insert("active/prop".into(), pair);
         let (_server, path) = start_with("om", m.with_depths());
 
         let script = exporter_script();
@@ -553,6 +565,9 @@ mod tests {
             "op_ns_per_call{op=\"select_cpu\"} 250.0",
             "depth_examined{cpus=\"1\"} 60.0",
             "depth_limit{cpus=\"2\"} 100.0",
+            "rule_would_find_pct{rule=\"prop\"} 75.0",
+            "rule_judged{rule=\"prop\"} 100.0",
+            "pair_first_only{pair=\"active/prop\"} 7.0",
         ];
         let (tx, rx) = std::sync::mpsc::channel();
         let stdout = child.stdout.take().unwrap();
@@ -583,10 +598,11 @@ mod tests {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(
-            !seen
-                .iter()
-                .any(|l| l.starts_with("examined") || l.starts_with("llc_cpus")),
-            "lists and strings are skipped"
+            !seen.iter().any(|l| l.starts_with("examined")
+                || l.starts_with("llc_cpus")
+                || l.starts_with("rule_limit{")
+                || l.starts_with("rule_examined{")),
+            "lists and strings are skipped: {seen:?}"
         );
     }
 }

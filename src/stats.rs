@@ -2,38 +2,56 @@
 //! record (`Metrics`, whose schema is sisutil_proto's).
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
 use anyhow::{bail, Result};
 
 use crate::bpf_intf;
 use crate::op_time::OpTime;
+use crate::policy::Policy;
 pub use sisutil_proto::stats::*;
 
 const SLOTS: usize = bpf_intf::SISU_HIST_SLOTS as usize;
-const WORDS: usize = std::mem::size_of::<bpf_intf::sisu_stats>() / 8;
 
-/// `struct sisu_stats` is u64 fields only, so it is handled as a flat array
-/// of counters: summed over CPUs, diffed against a baseline, then read
-/// back as the struct.
+/// A BPF record made of u64 counters only, with no padding: handled as a
+/// flat array of words, summed over CPUs, diffed against a baseline, then
+/// read back as the struct.
+///
+/// # Safety
+/// The type must be repr(C), u64 fields (or arrays of them) only, for
+/// which all-zero is a valid value.
+pub unsafe trait WordRecord: Copy {}
+
+// SAFETY: both are u64 counters and arrays of them (intf.h).
+unsafe impl WordRecord for bpf_intf::sisu_stats {}
+unsafe impl WordRecord for bpf_intf::sisu_rule_stats {}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Counters(Vec<u64>);
+pub struct Words<T: WordRecord>(Vec<u64>, PhantomData<T>);
 
-impl Default for Counters {
+/// One policy's scan counters (`struct sisu_stats`).
+pub type Counters = Words<bpf_intf::sisu_stats>;
+/// One shadow rule's verdicts (`struct sisu_rule_stats`).
+pub type RuleCounters = Words<bpf_intf::sisu_rule_stats>;
+
+impl<T: WordRecord> Default for Words<T> {
     fn default() -> Self {
-        Self(vec![0; WORDS])
+        Self(vec![0; Self::WORDS], PhantomData)
     }
 }
 
-impl Counters {
-    /// Sums the per-CPU copies of one policy's counters.
+impl<T: WordRecord> Words<T> {
+    const WORDS: usize = std::mem::size_of::<T>() / 8;
+
+    /// Sums the per-CPU copies of one record.
     pub fn sum_cpus(per_cpu: &[Vec<u8>]) -> Result<Self> {
-        let mut words = vec![0u64; WORDS];
+        let mut words = vec![0u64; Self::WORDS];
         for raw in per_cpu {
-            if raw.len() < WORDS * 8 {
+            if raw.len() < Self::WORDS * 8 {
                 bail!(
                     "stats record of {} bytes, expected {}",
                     raw.len(),
-                    WORDS * 8
+                    Self::WORDS * 8
                 );
             }
             for (w, chunk) in words.iter_mut().zip(raw.chunks_exact(8)) {
@@ -42,47 +60,51 @@ impl Counters {
                 *w = w.wrapping_add(u64::from_ne_bytes(b));
             }
         }
-        Ok(Self(words))
+        Ok(Self(words, PhantomData))
     }
 
     /// What was counted since `base` was taken.
-    pub fn since(&self, base: &Counters) -> Counters {
-        Counters(
-            self.0
-                .iter()
-                .zip(&base.0)
-                .map(|(a, b)| a.saturating_sub(*b))
-                .collect(),
-        )
+    pub fn since(&self, base: &Self) -> Self {
+        let words = self
+            .0
+            .iter()
+            .zip(&base.0)
+            .map(|(a, b)| a.saturating_sub(*b))
+            .collect();
+        Self(words, PhantomData)
     }
 
-    pub fn view(&self) -> bpf_intf::sisu_stats {
-        // SAFETY: sisu_stats is repr(C) and made of u64 only (WORDS of
-        // them, no padding), for which all-zero is valid; self.0 holds
-        // exactly WORDS values.
-        let mut s: bpf_intf::sisu_stats = unsafe { std::mem::zeroed() };
+    pub fn view(&self) -> T {
+        // SAFETY: WordRecord's contract: all-zero is valid and the record
+        // is exactly WORDS u64s, which self.0 holds.
+        let mut s: T = unsafe { std::mem::zeroed() };
         unsafe {
             std::ptr::copy_nonoverlapping(
                 self.0.as_ptr(),
-                &mut s as *mut bpf_intf::sisu_stats as *mut u64,
-                WORDS,
+                &mut s as *mut T as *mut u64,
+                Self::WORDS,
             );
         }
         s
     }
 
     #[cfg(test)]
-    pub fn from_view(s: &bpf_intf::sisu_stats) -> Self {
-        let mut words = vec![0u64; WORDS];
+    pub fn from_view(s: &T) -> Self {
+        let mut words = vec![0u64; Self::WORDS];
         // SAFETY: as in view().
         unsafe {
             std::ptr::copy_nonoverlapping(
-                s as *const bpf_intf::sisu_stats as *const u64,
+                s as *const T as *const u64,
                 words.as_mut_ptr(),
-                WORDS,
+                Self::WORDS,
             );
         }
-        Self(words)
+        Self(words, PhantomData)
+    }
+
+    #[cfg(test)]
+    pub fn bytes(&self) -> Vec<u8> {
+        self.0.iter().flat_map(|w| w.to_ne_bytes()).collect()
     }
 }
 
@@ -156,7 +178,6 @@ pub fn fold_hist(hist: &[u64], top: usize) -> Vec<u64> {
 /// What the scheduler knows besides the counters.
 pub struct Context {
     pub policy: String,
-    pub shadow: String,
     pub small_llc: u64,
     pub switches: u64,
     pub elapsed_s: f64,
@@ -176,14 +197,82 @@ fn span(counts: &[u64], spans: &[u32]) -> u64 {
     spans.iter().map(|&i| counts[i as usize]).sum()
 }
 
-/// The record of @c, with what the scheduler knows besides.
-pub fn metrics(c: &Counters, ctx: Context) -> Metrics {
+/// One shadow rule's record; histograms folded at @top.
+fn rule_metrics(r: &RuleCounters, top: usize) -> RuleMetrics {
+    let v = r.view();
+    let limit = fold_hist(&v.limit, top);
+    let weighted: u64 = limit.iter().enumerate().map(|(i, n)| i as u64 * n).sum();
+    RuleMetrics {
+        judged: v.scans,
+        would_find: v.found[1][1],
+        would_miss: v.found[1][0],
+        would_find_pct: 100.0 * ratio(v.found[1][1], v.found[1][1] + v.found[1][0]),
+        limit_mean: ratio(weighted, limit.iter().sum()),
+        searched_mean: ratio(v.examined_sum, v.scans),
+        walk_ns: v.scan_ns,
+        limit_hist: limit,
+        searched_hist: fold_hist(&v.examined, top),
+    }
+}
+
+/// The "able to find" matrix of two rules, given by their bits in the
+/// found-set histogram (`found_sets` in intf.h).
+fn pair(sets: &[u64], a: u32, b: u32) -> PairMetrics {
+    let mut p = PairMetrics::default();
+    for (set, &n) in sets.iter().enumerate() {
+        let (fa, fb) = (set >> a & 1 == 1, set >> b & 1 == 1);
+        match (fa, fb) {
+            (true, true) => p.both += n,
+            (true, false) => p.first_only += n,
+            (false, true) => p.second_only += n,
+            (false, false) => p.neither += n,
+        }
+    }
+    p
+}
+
+/// Every pair of the active policy ("active") and the shadow rules.
+fn pairs(sets: &[u64], rules: &[Policy]) -> BTreeMap<String, PairMetrics> {
+    let mut who = vec![("active".to_string(), bpf_intf::SISU_ACTIVE_BIT)];
+    who.extend(rules.iter().map(|r| (r.to_string(), r.to_bpf())));
+    let mut out = BTreeMap::new();
+    for (i, (a, abit)) in who.iter().enumerate() {
+        for (b, bbit) in &who[i + 1..] {
+            out.insert(format!("{a}/{b}"), pair(sets, *abit, *bbit));
+        }
+    }
+    out
+}
+
+/// The record of @c and the shadow rules' @rules, with what the scheduler
+/// knows besides.
+pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> Metrics {
     let s = c.view();
     let out = |o: u32| s.outcome[o as usize];
     let top = ctx.llcs.iter().map(|l| l.width as usize).max().unwrap_or(0);
+    let names: Vec<Policy> = rules.iter().map(|(p, _)| *p).collect();
+    let pairs = pairs(&s.found_sets, &names);
+    let rules: BTreeMap<String, RuleMetrics> = rules
+        .iter()
+        .map(|(p, r)| (p.to_string(), rule_metrics(r, top)))
+        .collect();
+    // The single-shadow fields, kept for the tables and results that read
+    // them: the first shadow rule's.
+    let first = names.first().map(|p| p.to_string());
+    let vs_first = first
+        .as_ref()
+        .and_then(|f| pairs.get(&format!("active/{f}")))
+        .cloned()
+        .unwrap_or_default();
+    let first_limit = first
+        .as_ref()
+        .and_then(|f| rules.get(f))
+        .map(|r| r.limit_hist.clone())
+        .unwrap_or_else(|| vec![0; top + 1]);
+    let shadow: Vec<String> = names.iter().map(|p| p.to_string()).collect();
     Metrics {
         policy: ctx.policy,
-        shadow: ctx.shadow,
+        shadow: shadow.join(","),
         small_llc: ctx.small_llc,
         switches: ctx.switches,
         elapsed_s: ctx.elapsed_s,
@@ -218,14 +307,16 @@ pub fn metrics(c: &Counters, ctx: Context) -> Metrics {
         idle_missed: s.found[1][0],
         no_idle: s.found[0][0],
         no_idle_found: s.found[0][1],
-        shadow_both: s.shadow[1][1],
-        shadow_active_only: s.shadow[1][0],
-        shadow_shadow_only: s.shadow[0][1],
-        shadow_neither: s.shadow[0][0],
+        shadow_both: vs_first.both,
+        shadow_active_only: vs_first.first_only,
+        shadow_shadow_only: vs_first.second_only,
+        shadow_neither: vs_first.neither,
         examined: fold_hist(&s.examined, top),
         limit: fold_hist(&s.limit, top),
-        shadow_limit: fold_hist(&s.shadow_limit, top),
+        shadow_limit: first_limit,
         depths: BTreeMap::new(),
+        rules,
+        pairs,
         llcs: ctx.llcs.into_iter().map(|l| (l.index as u32, l)).collect(),
         ops: ctx
             .ops
@@ -251,17 +342,18 @@ pub mod tests {
     pub fn record(f: impl Fn(&mut bpf_intf::sisu_stats)) -> Vec<u8> {
         let mut s = Counters::default().view();
         f(&mut s);
-        Counters::from_view(&s)
-            .0
-            .iter()
-            .flat_map(|w| w.to_ne_bytes())
-            .collect()
+        Counters::from_view(&s).bytes()
+    }
+
+    fn rule(f: impl Fn(&mut bpf_intf::sisu_rule_stats)) -> RuleCounters {
+        let mut s = RuleCounters::default().view();
+        f(&mut s);
+        RuleCounters::from_view(&s)
     }
 
     pub fn ctx(widths: &[u64]) -> Context {
         Context {
             policy: "util".into(),
-            shadow: "prop".into(),
             small_llc: 0,
             switches: 1,
             elapsed_s: 2.0,
@@ -287,7 +379,7 @@ pub mod tests {
         let a = record(|s| {
             s.wakeups = 10;
             s.examined[3] = 2;
-            s.shadow[1][0] = 4;
+            s.found_sets[33] = 4;
         });
         let b = record(|s| {
             s.wakeups = 5;
@@ -299,12 +391,12 @@ pub mod tests {
         assert_eq!(v.wakeups, 15);
         assert_eq!(v.examined[3], 3);
         assert_eq!(v.limit[128], 7);
-        assert_eq!(v.shadow[1][0], 4);
+        assert_eq!(v.found_sets[33], 4);
 
         let base = Counters::sum_cpus(&[a]).unwrap();
         let d = total.since(&base).view();
         assert_eq!(d.wakeups, 5);
-        assert_eq!(d.shadow[1][0], 0);
+        assert_eq!(d.found_sets[33], 0);
         assert_eq!(d.limit[128], 7);
         assert!(Counters::sum_cpus(&[vec![0u8; 16]]).is_err());
     }
@@ -329,11 +421,25 @@ pub mod tests {
             s.scans = 50;
             s.scan_ns = 5000;
             s.found = [[5, 1], [10, 34]];
-            s.shadow = [[3, 7], [2, 32]];
+            // Active is bit 5, prop bit 1: [active][prop] = [[3, 7], [2, 32]].
+            s.found_sets[0] = 3;
+            s.found_sets[2] = 7;
+            s.found_sets[32] = 2;
+            s.found_sets[34] = 32;
             s.examined[2] = 50;
             s.limit[4] = 50;
         });
-        let m = metrics(&Counters::sum_cpus(&[raw]).unwrap(), ctx(&[4, 4]));
+        let prop = rule(|r| {
+            r.scans = 50;
+            r.found = [[6, 0], [5, 39]];
+            r.limit[2] = 10;
+            r.limit[9] = 40;
+        });
+        let m = metrics(
+            &Counters::sum_cpus(&[raw]).unwrap(),
+            &[(Policy::Prop, prop)],
+            ctx(&[4, 4]),
+        );
         assert_eq!(m.wake_scan, 40);
         assert_eq!(
             (m.idle_found, m.idle_missed, m.no_idle, m.no_idle_found),
@@ -349,6 +455,17 @@ pub mod tests {
             (32, 2, 7, 3)
         );
         assert_eq!(m.shadow_total(), 44);
+        assert_eq!(m.shadow, "prop");
+        assert_eq!(m.pairs["active/prop"].total(), 44);
+        let r = &m.rules["prop"];
+        assert_eq!((r.would_find, r.would_miss), (39, 5));
+        assert_eq!(
+            r.limit_hist,
+            vec![0, 0, 10, 0, 40],
+            "folded at the widest LLC"
+        );
+        assert_eq!(m.shadow_limit, r.limit_hist);
+        assert_eq!(r.limit_mean, (2.0 * 10.0 + 4.0 * 40.0) / 50.0);
         assert_eq!(m.scan_ns_mean, 100.0);
         assert_eq!(m.examined, vec![0, 0, 50, 0, 0]);
         assert_eq!(m.limit, vec![0, 0, 0, 0, 50]);
@@ -366,7 +483,7 @@ pub mod tests {
 
     #[test]
     fn results_with_listed_llcs_and_ops_still_read() {
-        let m = metrics(&Counters::default(), ctx(&[4, 4]));
+        let m = metrics(&Counters::default(), &[], ctx(&[4, 4]));
         let mut v = serde_json::to_value(&m).unwrap();
         let o = v.as_object_mut().unwrap();
         o.remove("depths");
@@ -400,8 +517,45 @@ pub mod tests {
     }
 
     #[test]
+    fn every_pair_of_rules_reads_from_the_found_sets() {
+        // Active util (bit 5), shadows prop (1) and full (2). Full's scan
+        // is the deepest, so no set has prop without full.
+        let raw = record(|s| {
+            s.found_sets[0b100110] = 10; // all three
+            s.found_sets[0b000100] = 5; // full only
+            s.found_sets[0b100100] = 3; // active and full
+            s.found_sets[0] = 2; // none
+        });
+        let rules = [
+            (Policy::Prop, RuleCounters::default()),
+            (Policy::Full, RuleCounters::default()),
+        ];
+        let m = metrics(&Counters::sum_cpus(&[raw]).unwrap(), &rules, ctx(&[8]));
+        assert_eq!(m.shadow, "prop,full");
+        let keys: Vec<_> = m.pairs.keys().cloned().collect();
+        assert_eq!(keys, ["active/full", "active/prop", "prop/full"]);
+        let p = &m.pairs["prop/full"];
+        assert_eq!(
+            (p.both, p.first_only, p.second_only, p.neither),
+            (10, 0, 8, 2)
+        );
+        let a = &m.pairs["active/full"];
+        assert_eq!(
+            (a.both, a.first_only, a.second_only, a.neither),
+            (13, 0, 5, 2)
+        );
+        // The single-shadow fields follow the first rule (prop).
+        assert_eq!((m.shadow_both, m.shadow_active_only), (10, 3));
+        assert_eq!((m.shadow_shadow_only, m.shadow_neither), (0, 7));
+    }
+
+    #[test]
     fn json_round_trip() {
-        let m = metrics(&Counters::default(), ctx(&[8]));
+        let m = metrics(
+            &Counters::default(),
+            &[(Policy::Full, rule(|_| {}))],
+            ctx(&[8]),
+        );
         let back: Metrics = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(m, back);
     }

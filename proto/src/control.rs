@@ -23,8 +23,8 @@ pub const REQUEST: &str = "control";
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Change {
     pub policy: Option<Policy>,
-    /// `Some(None)` turns the shadow policy off.
-    pub shadow: Option<Option<Policy>>,
+    /// `Some(Shadow::off())` turns the shadow rules off.
+    pub shadow: Option<Shadow>,
     /// `Some(0)` turns the small-LLC rule off.
     pub small_llc: Option<u32>,
     /// Restart the counters without changing anything else.
@@ -35,7 +35,7 @@ pub struct Change {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
     pub policy: Policy,
-    pub shadow: Option<Policy>,
+    pub shadow: Shadow,
     pub small_llc: u32,
     pub switches: u64,
 }
@@ -43,9 +43,10 @@ pub struct Status {
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "policy {}", self.policy)?;
-        match self.shadow {
-            Some(s) => write!(f, ", shadow {s}")?,
-            None => write!(f, ", no shadow")?,
+        if self.shadow.is_empty() {
+            write!(f, ", no shadow")?;
+        } else {
+            write!(f, ", shadow {}", self.shadow)?;
         }
         match self.small_llc {
             0 => write!(f, ", small-llc off")?,
@@ -62,8 +63,8 @@ impl Change {
         if let Some(p) = self.policy {
             args.push(("policy".into(), p.name().into()));
         }
-        if let Some(s) = self.shadow {
-            args.push(("shadow".into(), Shadow(s).to_string()));
+        if let Some(s) = &self.shadow {
+            args.push(("shadow".into(), s.to_string()));
         }
         if let Some(n) = self.small_llc {
             args.push(("small_llc".into(), n.to_string()));
@@ -79,7 +80,7 @@ impl Change {
         for (k, v) in args {
             match k.as_str() {
                 "policy" => c.policy = Some(v.parse().map_err(|e: String| anyhow!(e))?),
-                "shadow" => c.shadow = Some(v.parse::<Shadow>().map_err(|e| anyhow!(e))?.0),
+                "shadow" => c.shadow = Some(v.parse::<Shadow>().map_err(|e| anyhow!(e))?),
                 "small_llc" => {
                     c.small_llc = Some(v.parse().map_err(|_| anyhow!("bad small_llc {v:?}"))?)
                 }
@@ -96,21 +97,14 @@ impl Change {
         if let Some(p) = self.policy {
             next.policy = p;
         }
-        if let Some(s) = self.shadow {
-            next.shadow = s;
+        // A shadow set holds only rules that can shadow (Shadow::of), and
+        // a rule may shadow the active policy itself: it keeps its own
+        // state.
+        if let Some(s) = &self.shadow {
+            next.shadow = s.clone();
         }
         if let Some(n) = self.small_llc {
             next.small_llc = n;
-        }
-        if let Some(s) = next.shadow {
-            if !s.can_shadow() {
-                return Err(format!("{s} cannot be a shadow policy"));
-            }
-            if s == next.policy {
-                return Err(format!(
-                    "the shadow policy must differ from the active one ({s})"
-                ));
-            }
         }
         if next != *cur {
             next.switches += 1;
@@ -147,7 +141,7 @@ mod tests {
     fn status() -> Status {
         Status {
             policy: Policy::Util,
-            shadow: None,
+            shadow: Shadow::off(),
             small_llc: 0,
             switches: 0,
         }
@@ -157,14 +151,14 @@ mod tests {
     fn args_round_trip() {
         let c = Change {
             policy: Some(Policy::Prop),
-            shadow: Some(Some(Policy::Util)),
+            shadow: Some("util,full".parse().unwrap()),
             small_llc: Some(16),
             reset: true,
         };
         let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
         assert_eq!(Change::from_args(&args).unwrap(), c);
         let off = Change {
-            shadow: Some(None),
+            shadow: Some(Shadow::off()),
             ..Default::default()
         };
         let args: BTreeMap<String, String> = off.to_args().into_iter().collect();
@@ -201,25 +195,14 @@ mod tests {
         };
         assert_eq!(same.apply_to(&cur).unwrap().switches, 0);
 
+        // A rule may shadow the active policy: it keeps its own books.
         let own_shadow = Change {
-            shadow: Some(Some(Policy::Util)),
+            shadow: Some("util".parse().unwrap()),
             ..Default::default()
         };
-        assert!(own_shadow.apply_to(&cur).is_err());
-        let builtin_shadow = Change {
-            shadow: Some(Some(Policy::Builtin)),
-            ..Default::default()
-        };
-        assert!(builtin_shadow.apply_to(&cur).is_err());
-        // Switching to the shadow's policy while it shadows is refused too.
-        let shadowed = Status {
-            shadow: Some(Policy::Prop),
-            ..cur
-        };
-        let clash = Change {
-            policy: Some(Policy::Prop),
-            ..Default::default()
-        };
-        assert!(clash.apply_to(&shadowed).is_err());
+        let next = own_shadow.apply_to(&cur).unwrap();
+        assert_eq!((next.shadow.to_string(), next.switches), ("util".into(), 1));
+        let status = serde_json::to_string(&next).unwrap();
+        assert_eq!(serde_json::from_str::<Status>(&status).unwrap(), next);
     }
 }

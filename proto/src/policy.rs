@@ -115,27 +115,93 @@ impl<'de> Deserialize<'de> for Policy {
     }
 }
 
-/// A policy judged beside the active one, or none ("off").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shadow(pub Option<Policy>);
+/// The rules judged beside the active policy at every scan, each with its
+/// own state, on the same wakeups: none ("off"), some ("prop,full") or
+/// every rule that can be ("all"). Kept in `Policy::ALL` order, each once,
+/// so that one set has one spelling.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Shadow(Vec<Policy>);
+
+impl Shadow {
+    pub fn off() -> Self {
+        Shadow(Vec::new())
+    }
+
+    /// Every rule that can be judged in the shadow.
+    pub fn all() -> Self {
+        Self::of(Policy::ALL)
+    }
+
+    /// The set of `rules`; those that cannot shadow are left out.
+    pub fn of(rules: impl IntoIterator<Item = Policy>) -> Self {
+        let mut v: Vec<Policy> = rules.into_iter().filter(|p| p.can_shadow()).collect();
+        v.sort_by_key(|p| p.to_bpf());
+        v.dedup();
+        Shadow(v)
+    }
+
+    pub fn rules(&self) -> &[Policy] {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `cfg.shadows` in BPF: a bit per `enum sisu_policy`.
+    pub fn to_bpf(&self) -> u32 {
+        self.0.iter().fold(0, |m, p| m | 1 << p.to_bpf())
+    }
+}
 
 impl FromStr for Shadow {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "off" => Ok(Shadow(None)),
-            _ => match s.parse::<Policy>() {
-                Ok(p) if p.can_shadow() => Ok(Shadow(Some(p))),
-                _ => Err(format!("expected off, util, prop, full or none, got {s:?}")),
-            },
+            "off" => return Ok(Shadow::off()),
+            "all" => return Ok(Shadow::all()),
+            _ => {}
         }
+        let mut rules = Vec::new();
+        for name in s.split(',') {
+            match name.trim().parse::<Policy>() {
+                Ok(p) if p.can_shadow() => rules.push(p),
+                _ => {
+                    return Err(format!(
+                        "expected off, all, or a comma-separated list of util, prop, full, none; got {name:?}"
+                    ))
+                }
+            }
+        }
+        Ok(Shadow::of(rules))
     }
 }
 
 impl fmt::Display for Shadow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.map_or("off", Policy::name))
+        if self.0.is_empty() {
+            return f.write_str("off");
+        }
+        let names: Vec<&str> = self.0.iter().map(|p| p.name()).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+impl Serialize for Shadow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Shadow {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // The settings of a version with one shadow policy said null
+        // for none.
+        match Option::<String>::deserialize(d)? {
+            Some(name) => name.parse().map_err(serde::de::Error::custom),
+            None => Ok(Shadow::off()),
+        }
     }
 }
 
@@ -155,10 +221,29 @@ mod tests {
         }
         assert!("fast".parse::<Policy>().is_err());
         assert!(serde_json::from_str::<Policy>("\"Util\"").is_err());
-        assert_eq!("off".parse::<Shadow>(), Ok(Shadow(None)));
-        assert_eq!("prop".parse::<Shadow>(), Ok(Shadow(Some(Policy::Prop))));
-        assert!("builtin".parse::<Shadow>().is_err());
-        assert_eq!(Shadow(None).to_string(), "off");
+    }
+
+    #[test]
+    fn shadow_sets_have_one_spelling() {
+        assert_eq!("off".parse::<Shadow>(), Ok(Shadow::off()));
+        assert_eq!("prop".parse::<Shadow>(), Ok(Shadow(vec![Policy::Prop])));
+        let set: Shadow = "full, prop,prop".parse().unwrap();
+        assert_eq!(set.rules(), &[Policy::Prop, Policy::Full]);
+        assert_eq!(set.to_string(), "prop,full");
+        assert_eq!(set.to_bpf(), 1 << 1 | 1 << 2);
+        let all: Shadow = "all".parse().unwrap();
+        assert_eq!(all.to_string(), "util,prop,full,none");
+        assert!(!all.rules().contains(&Policy::Builtin));
+        for bad in ["builtin", "prop,builtin", "prop,,full", "fast", ""] {
+            assert!(bad.parse::<Shadow>().is_err(), "{bad}");
+        }
+        assert_eq!(Shadow::off().to_string(), "off");
+        let json = serde_json::to_string(&set).unwrap();
+        assert_eq!(serde_json::from_str::<Shadow>(&json).unwrap(), set);
+        assert_eq!(
+            serde_json::from_str::<Shadow>("null").unwrap(),
+            Shadow::off()
+        );
     }
 
     #[test]

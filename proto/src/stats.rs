@@ -35,10 +35,14 @@ pub struct LlcMetrics {
     pub nr_idle_scan: u64,
     #[stat(desc = "Kernel's idle-core hint for the LLC (SMT only)")]
     pub has_idle_cores: u64,
-    #[stat(desc = "SIS_PROP: mean of the CPUs' avg_scan_cost (ns)")]
+    #[stat(desc = "SIS_PROP active: mean of the CPUs' avg_scan_cost (ns)")]
     pub prop_avg_scan_cost_ns: u64,
-    #[stat(desc = "SIS_PROP: mean of the CPUs' wake_avg_idle (ns)")]
+    #[stat(desc = "SIS_PROP active: mean of the CPUs' wake_avg_idle (ns)")]
     pub prop_wake_avg_idle_ns: u64,
+    #[stat(desc = "SIS_PROP in the shadow, its own books: mean avg_scan_cost (ns)")]
+    pub shadow_prop_avg_scan_cost_ns: u64,
+    #[stat(desc = "SIS_PROP in the shadow, its own books: mean wake_avg_idle (ns)")]
+    pub shadow_prop_wake_avg_idle_ns: u64,
     #[stat(desc = "SIS_PROP: mean of the CPUs' avg_idle (ns)")]
     pub prop_avg_idle_ns: u64,
     // The scan outcomes per LLC came later: older results files lack them.
@@ -66,6 +70,62 @@ pub struct OpMetrics {
     pub ns_per_call: f64,
 }
 
+/// What one shadow rule would have done on the active policy's scans, a
+/// record of `Metrics::rules` keyed by the rule (`rule_found_pct{rule="prop"}`).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "rule_", _om_label = "rule")]
+#[serde(default)]
+pub struct RuleMetrics {
+    // Named apart from the machine-wide and per-LLC counters, which
+    // scripts grep for by name.
+    #[stat(desc = "Scans it was judged on")]
+    pub judged: u64,
+    #[stat(desc = "... an idle CPU existed, and a scan to its depth would have found one")]
+    pub would_find: u64,
+    #[stat(desc = "... an idle CPU existed, and it would not have found one")]
+    pub would_miss: u64,
+    #[stat(desc = "Found-rate: % of the scans with an idle CPU it would have found one on")]
+    pub would_find_pct: f64,
+    #[stat(desc = "Mean depth limit, each capped at the widest LLC")]
+    pub limit_mean: f64,
+    #[stat(desc = "Mean CPUs its scan examines")]
+    pub searched_mean: f64,
+    #[stat(desc = "Its share of the look-only walks' time (ns)")]
+    pub walk_ns: u64,
+    #[stat(
+        desc = "Histogram of its depth limit per scan (last slot: that many or more)",
+        _om_skip
+    )]
+    pub limit_hist: Vec<u64>,
+    #[stat(desc = "Histogram of CPUs its scan examines per scan", _om_skip)]
+    pub searched_hist: Vec<u64>,
+}
+
+/// The review's "able to find" matrix of two rules over the scans that had
+/// an idle CPU to find, a record of `Metrics::pairs` keyed "a/b", where
+/// "active" is the active policy and the rest are shadow rules
+/// (`pair_first_only{pair="active/prop"}`).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "pair_", _om_label = "pair")]
+pub struct PairMetrics {
+    #[stat(desc = "Both found one")]
+    pub both: u64,
+    #[stat(desc = "Only the first found one")]
+    pub first_only: u64,
+    #[stat(desc = "Only the second found one")]
+    pub second_only: u64,
+    #[stat(desc = "Neither found one")]
+    pub neither: u64,
+}
+
+impl PairMetrics {
+    pub fn total(&self) -> u64 {
+        self.both + self.first_only + self.second_only + self.neither
+    }
+}
+
 /// The three depth histograms' counts at one depth, a record of
 /// `Metrics::depths` keyed by the number of CPUs: the lists the tables and
 /// scripts read, in the shape the OpenMetrics exporter takes
@@ -91,7 +151,7 @@ pub struct DepthCounts {
 pub struct Metrics {
     #[stat(desc = "Active policy", _om_skip)]
     pub policy: String,
-    #[stat(desc = "Shadow policy, empty if none", _om_skip)]
+    #[stat(desc = "Shadow rules, comma-separated, empty if none", _om_skip)]
     pub shadow: String,
     #[stat(desc = "util: full scan of LLCs with at most this many CPUs (0 = off)")]
     pub small_llc: u64,
@@ -151,9 +211,9 @@ pub struct Metrics {
     pub scan_ns_mean: f64,
     #[stat(desc = "Scan time per CPU examined (ns): the active scans, which claim what they find")]
     pub scan_ns_per_cpu: f64,
-    #[stat(desc = "Total time the shadow policy's scans took (ns)")]
+    #[stat(desc = "Total time the shadow rules' look-only walks took (one per scan serves all)")]
     pub shadow_scan_ns: u64,
-    #[stat(desc = "Shadow scan time per CPU examined (ns): they look without claiming")]
+    #[stat(desc = "Shadow walk time per CPU examined (ns): they look without claiming")]
     pub shadow_scan_ns_per_cpu: f64,
     #[stat(desc = "Scans: an idle CPU existed in the LLC, and was found")]
     pub idle_found: u64,
@@ -163,11 +223,11 @@ pub struct Metrics {
     pub no_idle: u64,
     #[stat(desc = "Scans: none existed yet one was found (raced with an idle entry)")]
     pub no_idle_found: u64,
-    #[stat(desc = "Idle CPU existed: active and shadow policy both found one")]
+    #[stat(desc = "Idle CPU existed: active and (first) shadow rule both found one")]
     pub shadow_both: u64,
     #[stat(desc = "Idle CPU existed: only the active policy found one")]
     pub shadow_active_only: u64,
-    #[stat(desc = "Idle CPU existed: only the shadow policy would have found one")]
+    #[stat(desc = "Idle CPU existed: only the (first) shadow rule would have found one")]
     pub shadow_shadow_only: u64,
     #[stat(desc = "Idle CPU existed: neither found one")]
     pub shadow_neither: u64,
@@ -182,12 +242,16 @@ pub struct Metrics {
     )]
     pub limit: Vec<u64>,
     #[stat(
-        desc = "Histogram of the shadow policy's depth limit per scan",
+        desc = "Histogram of the (first) shadow rule's depth limit per scan",
         _om_skip
     )]
     pub shadow_limit: Vec<u64>,
     #[stat(desc = "The three histograms by depth, for OpenMetrics")]
     pub depths: BTreeMap<u32, DepthCounts>,
+    #[stat(desc = "Each shadow rule's verdicts, by rule")]
+    pub rules: BTreeMap<String, RuleMetrics>,
+    #[stat(desc = "Every pair's \"able to find\" matrix (active and shadow rules), by \"a/b\"")]
+    pub pairs: BTreeMap<String, PairMetrics>,
     #[stat(desc = "Per-LLC state and scan outcomes, by LLC index")]
     #[serde(deserialize_with = "compat::llcs")]
     pub llcs: BTreeMap<u32, LlcMetrics>,
@@ -240,6 +304,8 @@ pub fn metas() -> Vec<StatsMeta> {
     vec![
         LlcMetrics::meta(),
         OpMetrics::meta(),
+        RuleMetrics::meta(),
+        PairMetrics::meta(),
         DepthCounts::meta(),
         Metrics::meta(),
     ]

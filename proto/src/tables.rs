@@ -76,12 +76,28 @@ impl Metrics {
             writeln!(w, "BPF ns per call: {}", ops.join(", "))?;
         }
         writeln!(w, "{}", llc_table(self.llcs.values()))?;
-        writeln!(w, "{}", self.found_table())?;
-        if !self.shadow.is_empty() {
-            writeln!(w, "{}", self.shadow_table())?;
-        }
-        writeln!(w, "{}", self.hist_table())?;
+        writeln!(w, "{}", self.review_tables())?;
         Ok(())
+    }
+
+    /// The review's tables: found-rate, each shadow rule's "able to find"
+    /// matrix against the active policy (and every other pair on a line
+    /// each), "CPU Searched | Count".
+    pub fn review_tables(&self) -> String {
+        let mut out = vec![self.found_table()];
+        if !self.rules.is_empty() {
+            out.push(self.rules_table());
+            for rule in self.rules.keys() {
+                out.push(self.pair_table(&format!("active/{rule}")));
+            }
+            if self.rules.len() > 1 {
+                out.push(self.pairs_table());
+            }
+        } else if !self.shadow.is_empty() {
+            out.push(self.shadow_table());
+        }
+        out.push(self.hist_table());
+        out.join("\n")
     }
 
     /// "Idle CPU in LLC | <policy> able to find CPU | Count".
@@ -96,27 +112,121 @@ impl Metrics {
         box_table(&["Idle CPU in LLC", &found, "Count"], &rows)
     }
 
-    /// The review's matrix: both policies' success where an idle CPU existed.
+    /// The review's matrix: both policies' success where an idle CPU
+    /// existed, for the active policy and the (first) shadow rule.
     pub fn shadow_table(&self) -> String {
-        let active = format!("{} able to find CPU", self.policy);
-        let shadow = format!("{} able to find CPU", self.shadow);
-        let row = |a: &str, s: &str, n: u64| vec!["1".into(), a.into(), s.into(), n.to_string()];
-        let rows = vec![
-            row("0", "0", self.shadow_neither),
-            row("0", "1", self.shadow_shadow_only),
-            row("1", "0", self.shadow_active_only),
-            row("1", "1", self.shadow_both),
-        ];
-        box_table(&["Idle CPU in LLC", &active, &shadow, "Count"], &rows)
+        if let Some(first) = self
+            .shadow
+            .split(',')
+            .next()
+            .filter(|_| !self.pairs.is_empty())
+        {
+            return self.pair_table(&format!("active/{first}"));
+        }
+        let p = crate::stats::PairMetrics {
+            both: self.shadow_both,
+            first_only: self.shadow_active_only,
+            second_only: self.shadow_shadow_only,
+            neither: self.shadow_neither,
+        };
+        matrix(&self.policy, &self.shadow, &p)
+    }
+
+    /// The review's matrix of one pair of `pairs` ("a/b"; "active" is
+    /// the active policy).
+    pub fn pair_table(&self, key: &str) -> String {
+        let (a, b) = key.split_once('/').unwrap_or((key, ""));
+        let name = |r: &str| {
+            if r == "active" {
+                self.policy.clone()
+            } else if r == self.policy {
+                format!("{r} (shadow)")
+            } else {
+                r.to_string()
+            }
+        };
+        let p = self.pairs.get(key).cloned().unwrap_or_default();
+        matrix(&name(a), &name(b), &p)
+    }
+
+    /// One row per shadow rule: what a scan to its depth would have found.
+    pub fn rules_table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .rules
+            .iter()
+            .map(|(r, m)| {
+                vec![
+                    r.clone(),
+                    m.judged.to_string(),
+                    format!("{:.1}", m.would_find_pct),
+                    format!("{:.2}", m.limit_mean),
+                    format!("{:.2}", m.searched_mean),
+                    format!("{:.0}", ratio(m.walk_ns, m.judged)),
+                ]
+            })
+            .collect();
+        box_table(
+            &[
+                "Shadow rule",
+                "Scans",
+                "found %",
+                "mean limit",
+                "mean CPUs searched",
+                "ns per scan (its share of the walk)",
+            ],
+            &rows,
+        )
+    }
+
+    /// Every pair's matrix on one line each.
+    pub fn pairs_table(&self) -> String {
+        let rows: Vec<Vec<String>> = self
+            .pairs
+            .iter()
+            .map(|(k, p)| {
+                vec![
+                    k.replace("active", &format!("{} (active)", self.policy)),
+                    p.both.to_string(),
+                    p.first_only.to_string(),
+                    p.second_only.to_string(),
+                    p.neither.to_string(),
+                ]
+            })
+            .collect();
+        box_table(
+            &[
+                "Pair (first/second)",
+                "both found",
+                "first only",
+                "second only",
+                "neither",
+            ],
+            &rows,
+        )
     }
 
     /// "CPU Searched | Count", with the depth limits beside.
     pub fn hist_table(&self) -> String {
         let n = self.examined.len();
-        let mut head = vec!["CPU Searched", "Count", "Limit Count"];
-        if !self.shadow.is_empty() {
-            head.push("Shadow Limit Count");
-        }
+        let mut head = vec![
+            "CPU Searched".to_string(),
+            "Count".into(),
+            "Limit Count".into(),
+        ];
+        // A column per shadow rule; results from before the rules had one.
+        let shadows: Vec<(String, &[u64])> = if self.rules.is_empty() {
+            if self.shadow.is_empty() {
+                Vec::new()
+            } else {
+                vec![("Shadow Limit Count".into(), &self.shadow_limit[..])]
+            }
+        } else {
+            self.rules
+                .iter()
+                .map(|(r, m)| (format!("{r} Limit Count"), &m.limit_hist[..]))
+                .collect()
+        };
+        head.extend(shadows.iter().map(|(h, _)| h.clone()));
         let rows: Vec<Vec<String>> = (0..n)
             .map(|i| {
                 let label = if i + 1 == n && n > 1 {
@@ -129,20 +239,39 @@ impl Metrics {
                     self.examined[i].to_string(),
                     self.limit.get(i).copied().unwrap_or(0).to_string(),
                 ];
-                if !self.shadow.is_empty() {
-                    row.push(self.shadow_limit.get(i).copied().unwrap_or(0).to_string());
+                for (_, h) in &shadows {
+                    row.push(h.get(i).copied().unwrap_or(0).to_string());
                 }
                 row
             })
             .collect();
+        let head: Vec<&str> = head.iter().map(|h| h.as_str()).collect();
         box_table(&head, &rows)
     }
 }
 
-fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics>) -> String {
+/// "Idle CPU in LLC | a able to find CPU | b able to find CPU | Count".
+fn matrix(a: &str, b: &str, p: &crate::stats::PairMetrics) -> String {
+    let (a, b) = (
+        format!("{a} able to find CPU"),
+        format!("{b} able to find CPU"),
+    );
+    let row = |x: &str, y: &str, n: u64| vec!["1".into(), x.into(), y.into(), n.to_string()];
+    let rows = vec![
+        row("0", "0", p.neither),
+        row("0", "1", p.second_only),
+        row("1", "0", p.first_only),
+        row("1", "1", p.both),
+    ];
+    box_table(&["Idle CPU in LLC", &a, &b, "Count"], &rows)
+}
+
+fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
+    // SIS_PROP's shadow books, where SIS_PROP is judged in the shadow.
+    let shadow_books = llcs.clone().any(|l| l.shadow_prop_avg_scan_cost_ns > 0);
     let rows: Vec<Vec<String>> = llcs
         .map(|l| {
-            vec![
+            let mut row = vec![
                 l.index.to_string(),
                 l.cpus.clone(),
                 format!("{:.1}", l.util_pct),
@@ -152,23 +281,28 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics>) -> String {
                 format!("{:.1}", l.found_pct),
                 l.prop_avg_scan_cost_ns.to_string(),
                 l.prop_wake_avg_idle_ns.to_string(),
-            ]
+            ];
+            if shadow_books {
+                row.push(l.shadow_prop_avg_scan_cost_ns.to_string());
+            }
+            row
         })
         .collect();
-    box_table(
-        &[
-            "LLC",
-            "CPUs",
-            "util %",
-            "nr_idle_scan",
-            "idle core",
-            "scans",
-            "found %",
-            "prop avg_scan_cost ns",
-            "prop wake_avg_idle ns",
-        ],
-        &rows,
-    )
+    let mut head = vec![
+        "LLC",
+        "CPUs",
+        "util %",
+        "nr_idle_scan",
+        "idle core",
+        "scans",
+        "found %",
+        "prop avg_scan_cost ns",
+        "prop wake_avg_idle ns",
+    ];
+    if shadow_books {
+        head.push("shadow prop avg_scan_cost ns");
+    }
+    box_table(&head, &rows)
 }
 
 /// A table in the review's style: +---+ rules, centred cells.
@@ -202,7 +336,61 @@ pub fn box_table(head: &[&str], rows: &[Vec<String>]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::stats::{LlcMetrics, Metrics, OpMetrics};
+    use crate::stats::{LlcMetrics, Metrics, OpMetrics, PairMetrics, RuleMetrics};
+
+    #[test]
+    fn every_shadow_rule_gets_its_row_matrix_and_column() {
+        let rule = |would_find_pct: f64, limit_hist: Vec<u64>| RuleMetrics {
+            judged: 10,
+            would_find_pct,
+            limit_hist,
+            ..Default::default()
+        };
+        let pair = |both| PairMetrics {
+            both,
+            ..Default::default()
+        };
+        let m = Metrics {
+            policy: "prop".into(),
+            shadow: "prop,full".into(),
+            examined: vec![1, 2, 3],
+            limit: vec![0, 0, 6],
+            rules: [
+                ("prop".to_string(), rule(40.0, vec![0, 9, 1])),
+                ("full".to_string(), rule(100.0, vec![0, 0, 10])),
+            ]
+            .into(),
+            pairs: [
+                ("active/prop".to_string(), pair(4)),
+                ("active/full".to_string(), pair(5)),
+                ("prop/full".to_string(), pair(6)),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let mut text = Vec::new();
+        m.format(&mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("| prop (shadow) able to find CPU |"),
+            "{text}"
+        );
+        assert!(text.contains("| full able to find CPU |"), "{text}");
+        assert!(text.contains("prop (active)/full"), "{text}");
+        let rules = m.rules_table();
+        assert!(rules
+            .lines()
+            .any(|l| l.contains(" full ") && l.contains("100.0")));
+        let h = m.hist_table();
+        assert!(h.lines().nth(1).unwrap().contains("prop Limit Count"));
+        assert!(
+            h.lines()
+                .any(|l| l.starts_with("|      1 ") && l.contains(" 9 ")),
+            "{h}"
+        );
+        // The review's matrix for the first rule.
+        assert!(m.shadow_table().contains("prop (shadow) able to find CPU"));
+    }
 
     #[test]
     fn tables_render_like_the_review() {

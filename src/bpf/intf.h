@@ -24,8 +24,12 @@ typedef signed long long s64;
 #define SISU_HIST_SLOTS		129
 /* SCHED_CAPACITY_SCALE: a fully busy CPU has utilisation 1024. */
 #define SISU_CAPACITY		1024
-/* No shadow policy. */
-#define SISU_NO_SHADOW		0xffffffff
+/*
+ * Sets of rules that found an idle CPU on one scan: a bit per shadow rule
+ * (1 << enum sisu_policy) and SISU_ACTIVE_BIT for the active policy.
+ */
+#define SISU_ACTIVE_BIT		5
+#define SISU_FOUND_SETS		64
 
 /*
  * Idle-CPU search policies. The order is part of the stats interface:
@@ -38,6 +42,17 @@ enum sisu_policy {
 	SISU_POL_NONE,		/* never scan the LLC */
 	SISU_POL_BUILTIN,	/* sched_ext's built-in idle selection */
 	SISU_NR_POLICIES,
+};
+
+/*
+ * Whose SIS_PROP books a CPU record's slot holds: the active policy's, and
+ * the shadow's, so that SIS_PROP judged beside itself (or beside another
+ * policy) keeps the state it would keep if it were active.
+ */
+enum sisu_book {
+	SISU_BOOK_ACTIVE = 0,
+	SISU_BOOK_SHADOW,
+	SISU_NR_BOOKS,
 };
 
 /* How a wakeup placement ended (select_idle_sibling's steps). */
@@ -71,7 +86,7 @@ enum sisu_span {
  */
 struct sisu_cfg {
 	u32 policy;		/* enum sisu_policy */
-	u32 shadow;		/* enum sisu_policy, or SISU_NO_SHADOW */
+	u32 shadows;		/* the shadow rules, a bit per enum sisu_policy */
 	u32 small_llc;		/* util: scan whole LLCs of at most this width */
 	u32 epoch;		/* bumped per switch: resets per-policy state */
 };
@@ -86,6 +101,16 @@ struct sisu_llc_ctx {
 	u32 sum_util;
 	u32 has_idle_cores;
 } __attribute__((aligned(64)));
+
+/*
+ * SIS_PROP's state that belongs to one way of spending idle time on scans,
+ * as the kernel kept it in struct rq (wake_*) and sched_domain.
+ */
+struct sisu_prop_books {
+	u64 wake_avg_idle;	/* idle time left to spend on scans (ns) */
+	u64 wake_stamp;		/* jiffies of the last wake_avg_idle aging */
+	u64 avg_scan_cost;	/* average duration of the scans (ns) */
+};
 
 /*
  * One record per CPU, each on its own cache lines so that no CPU writes
@@ -106,12 +131,13 @@ struct sisu_cpu_ctx {
 	u32 push_llc;		/* ... to an idle CPU of this LLC */
 	u64 push_at;		/* ... asked at this time (ns): a mark a tick old is stale */
 
-	/* SIS_PROP state, as the kernel kept it in struct rq / sched_domain. */
+	/*
+	 * SIS_PROP state. The idle periods are the CPU's, one history for
+	 * every book; what is spent on scans is per book (enum sisu_book).
+	 */
 	u64 idle_stamp;		/* when the CPU went idle, 0 if busy */
 	u64 avg_idle;		/* average idle period (ns) */
-	u64 wake_avg_idle;	/* idle time left to spend on scans (ns) */
-	u64 wake_stamp;		/* jiffies of the last wake_avg_idle aging */
-	u64 avg_scan_cost;	/* average duration of this CPU's scans (ns) */
+	struct sisu_prop_books prop[SISU_NR_BOOKS];
 } __attribute__((aligned(64)));
 
 /*
@@ -133,12 +159,30 @@ struct sisu_stats {
 	u64 scan_examined;		/* CPUs they examined */
 	u64 core_scans;			/* scans that looked for an idle core */
 	u64 found[2][2];		/* [an idle CPU existed][the scan found one] */
-	u64 shadow[2][2];		/* [active found][shadow found], when one existed */
 	u64 examined[SISU_HIST_SLOTS];	/* CPUs examined per scan */
 	u64 limit[SISU_HIST_SLOTS];	/* depth limit the policy set per scan */
-	u64 shadow_limit[SISU_HIST_SLOTS];
-	u64 shadow_scan_ns;		/* time the shadow's scans took (they only look) */
+	/*
+	 * Scans with shadow rules and an idle CPU to find, by the set of
+	 * rules that found one (bits as SISU_ACTIVE_BIT says): every pair's
+	 * "able to find" matrix follows from it.
+	 */
+	u64 found_sets[SISU_FOUND_SETS];
+	u64 shadow_scan_ns;		/* time the shadows' walks took (they only look) */
 	u64 shadow_examined;		/* CPUs they examined */
+};
+
+/*
+ * What one shadow rule would have done, on the scans the active policy
+ * made (a per-CPU array indexed by enum sisu_policy), counted under
+ * whichever policy was active: userspace diffs it from the last switch.
+ */
+struct sisu_rule_stats {
+	u64 scans;			/* scans it was judged on */
+	u64 found[2][2];		/* [an idle CPU existed][a scan to its depth found one] */
+	u64 examined_sum;		/* CPUs a scan to its depth examines */
+	u64 scan_ns;			/* its share of the look-only walk's time */
+	u64 limit[SISU_HIST_SLOTS];	/* its depth limit per scan */
+	u64 examined[SISU_HIST_SLOTS];	/* CPUs its scan examines per scan */
 };
 
 /*

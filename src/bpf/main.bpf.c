@@ -61,7 +61,6 @@ const volatile bool stats_on = true;
 const volatile bool wake_affine_on = true;
 struct sisu_cfg cfg = {
 	.policy = SISU_POL_UTIL,
-	.shadow = SISU_NO_SHADOW,
 	.epoch = 1,
 };
 struct sisu_llc_ctx llcs[SISU_MAX_LLCS];
@@ -74,6 +73,7 @@ UEI_DEFINE(uei);
 
 struct stats_map stats SEC(".maps");
 struct llc_scans_map llc_scans SEC(".maps");
+struct rule_stats_map rule_stats SEC(".maps");
 struct task_ctx_map task_ctxs SEC(".maps");
 struct idle_counts_map idle_counts SEC(".maps");
 struct llc_mask_map llc_masks SEC(".maps");

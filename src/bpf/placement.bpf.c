@@ -308,11 +308,11 @@ struct depth {
 };
 
 /*
- * The depth @pol sets for a scan of @llc. @wc is the waking CPU's record,
- * whose SIS_PROP state the caller has already aged. Pure: the shadow
- * policy calls it too.
+ * The depth @pol sets for a scan of @llc. @b is the SIS_PROP books it
+ * spends (the waking CPU's, already aged), NULL where SIS_PROP does not
+ * limit the scan. Pure: the shadow rules call it too, each with its books.
  */
-static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_cpu_ctx *wc,
+static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_prop_books *b,
 			 struct depth *d)
 {
 	struct sisu_llc_ctx *lc = llc_ctx(llc);
@@ -340,9 +340,9 @@ static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_cpu
 		break;
 	case SISU_POL_PROP:
 		/* The idle-core search is not limited by SIS_PROP. */
-		if (idle_core || !wc)
+		if (idle_core || !b)
 			break;
-		nr = sis_prop_nr(width, wc->wake_avg_idle, wc->avg_scan_cost);
+		nr = sis_prop_nr(width, b->wake_avg_idle, b->avg_scan_cost);
 		d->limit = nr;
 		d->budget = nr - 1 < SCAN_ALL ? nr - 1 : SCAN_ALL;
 		break;
@@ -366,55 +366,179 @@ static void count_llc_scan(u32 llc, bool existed, bool found)
 	matrix_add(ls->found, existed, found);
 }
 
+/* The books of @c that @book names, aged to now; NULL without a record. */
+static struct sisu_prop_books *aged_books(struct sisu_cpu_ctx *c, u32 book)
+{
+	struct sisu_prop_books *b;
+	u64 j = bpf_jiffies64();
+
+	if (!c)
+		return NULL;
+	prop_sync(c, j);
+	b = MEMBER_VPTR(c->prop, [book]);
+	if (b)
+		sis_prop_age(b, j);
+	return b;
+}
+
+/*
+ * The shadow rules' verdicts on one scan, made before the active scan
+ * claims anything.
+ */
+struct verdicts {
+	s32 target;
+	bool idle_core;
+	u32 rules;			/* in: bits of enum sisu_policy */
+	u32 found;			/* out: bits of the rules that would have found */
+	bool any;			/* the walk found an idle CPU */
+	u32 walk_examined;		/* CPUs the walk examined */
+	u64 walk_ns;			/* ... in this time */
+	u64 limit[SISU_NR_POLICIES];	/* each rule's depth limit */
+	u32 examined[SISU_NR_POLICIES];	/* CPUs each rule's scan examines */
+};
+
+/*
+ * Every shadow rule on the same wakeup, with one walk. All depth-limited
+ * rules walk the LLC in the same order and stop at the first idle CPU, so
+ * a look-only walk as deep as the deepest of them answers for each: a rule
+ * with budget b examines min(b, walked) CPUs, and finds the idle CPU the
+ * walk found if the walk reached it within b. Looking for an idle core,
+ * depth does not limit the walk, and every rule that scans at all finds
+ * what it finds. SIS_PROP in the shadow keeps books of its own, charged
+ * with its share of the walk's time (sis_prop_share()), as an active
+ * SIS_PROP would be charged with its scan's.
+ */
+__noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdicts *v)
+{
+	struct sisu_prop_books *sb = NULL;
+	u32 llc, r, budget = 0, seen;
+	struct scan w = {};
+	struct depth d;
+	bool walk = false;
+	u64 t0;
+
+	if (!v)
+		return;
+	llc = llc_of(v->target);
+	if (!v->idle_core && (v->rules & (1U << SISU_POL_PROP)))
+		sb = aged_books(cpu_ctx(bpf_get_smp_processor_id()), SISU_BOOK_SHADOW);
+	bpf_for(r, 0, SISU_NR_POLICIES) {
+		if (!(v->rules & (1U << r)))
+			continue;
+		policy_depth(r, llc, v->idle_core, sb, &d);
+		v->limit[r] = d.limit;
+		/* A rule that does not scan examines nothing (budget 0). */
+		v->examined[r] = d.scan ? d.budget : 0;
+		if (d.scan) {
+			walk = true;
+			if (d.budget > budget)
+				budget = d.budget;
+		}
+	}
+	if (!walk)
+		return;
+
+	w.target = v->target;
+	w.idle_core = v->idle_core;
+	w.budget = budget;
+	t0 = bpf_ktime_get_ns();
+	scan_llc(p, &w);
+	v->walk_ns = bpf_ktime_get_ns() - t0;
+	seen = w.examined;
+	v->walk_examined = seen;
+	v->any = w.found >= 0;
+
+	bpf_for(r, 0, SISU_NR_POLICIES) {
+		u32 b = v->examined[r];
+
+		if (!(v->rules & (1U << r)) || !b)
+			continue;
+		if (v->idle_core) {
+			v->examined[r] = seen;
+		} else {
+			v->examined[r] = b < seen ? b : seen;
+			if (seen > b)
+				continue;
+		}
+		if (v->any)
+			v->found |= 1U << r;
+	}
+	if (sb)
+		sis_prop_charge(sb, sis_prop_share(v->walk_ns, v->examined[SISU_POL_PROP], seen));
+}
+
+/*
+ * Count the verdicts: per rule (rule_stats), and the set of rules that
+ * found, the active policy's bit included, when an idle CPU existed.
+ */
+__noinline void count_shadows(u32 pol, const struct verdicts *v, bool existed, bool found)
+{
+	struct sisu_stats *st = stats_of(pol);
+	u32 set, r;
+	u64 *n;
+
+	if (!v || !st)
+		return;
+	st->shadow_scan_ns += v->walk_ns;
+	st->shadow_examined += v->walk_examined;
+	set = (v->found | (found ? 1U << SISU_ACTIVE_BIT : 0)) & (SISU_FOUND_SETS - 1);
+	n = MEMBER_VPTR(st->found_sets, [set]);
+	if (existed && n)
+		(*n)++;
+
+	bpf_for(r, 0, SISU_NR_POLICIES) {
+		struct sisu_rule_stats *rs;
+		u32 key = r, examined = v->examined[r];
+
+		if (!(v->rules & (1U << r)))
+			continue;
+		rs = bpf_map_lookup_elem(&rule_stats, &key);
+		if (!rs)
+			continue;
+		rs->scans++;
+		matrix_add(rs->found, existed, v->found & (1U << r));
+		rs->examined_sum += examined;
+		rs->scan_ns += examined ? sis_prop_share(v->walk_ns, examined, v->walk_examined) : 0;
+		hist_add(rs->limit, v->limit[r]);
+		hist_add(rs->examined, examined);
+	}
+}
+
 /*
  * Step 5 of the placement: scan the target's LLC under the active policy,
- * judge the shadow policy on the same idle state, and count what happened.
+ * judge the shadow rules on the same idle state, and count what happened.
  */
 static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u32 pol,
 			   struct sisu_stats *st)
 {
-	u32 llc = llc_of(target), shadow = cfg.shadow;
-	bool prop_active, prop_shadow, has_shadow, timed, existed = false, shadow_found = false;
-	struct sisu_cpu_ctx *wc = cpu_ctx(bpf_get_smp_processor_id());
-	struct depth d, sd = {};
+	u32 llc = llc_of(target);
+	struct sisu_prop_books *ab = NULL;
+	struct verdicts v = { .target = target, .idle_core = idle_core };
 	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
-	struct scan ssc = { .target = target, .idle_core = idle_core };
 	const struct cpumask *idle;
-	u64 t0 = 0, t = 0, ts = 0;
+	bool existed, prop, timed;
+	struct depth d;
+	u64 t0 = 0, t = 0;
 
-	has_shadow = st && shadow < SISU_POL_BUILTIN && shadow != pol;
 	/*
-	 * SIS_PROP keeps its books whenever it is active or watched, each
-	 * charged with the cost of SIS_PROP's own scan: the active scan's, or
-	 * the shadow's to SIS_PROP's depth, which runs on every such wakeup as
-	 * an active SIS_PROP's would, whatever the active policy scans. (The
-	 * shadow's scan looks without claiming, a test of the idle mask per CPU
-	 * against an atomic clear: the statistics give both per CPU examined.)
+	 * The shadows look before the active scan claims anything. They are
+	 * judged only where the statistics count them.
 	 */
-	prop_active = wc && !idle_core && pol == SISU_POL_PROP;
-	prop_shadow = wc && !idle_core && has_shadow && shadow == SISU_POL_PROP;
-	if (prop_active || prop_shadow) {
-		u64 j = bpf_jiffies64();
+	v.rules = st ? cfg.shadows & SHADOW_RULES : 0;
+	if (v.rules)
+		judge_shadows(p, &v);
 
-		prop_sync(wc, j);
-		sis_prop_age(wc, j);
-	}
-
-	policy_depth(pol, llc, idle_core, wc, &d);
-	if (has_shadow)
-		policy_depth(shadow, llc, idle_core, wc, &sd);
-
-	/* The shadow looks before the active scan claims anything. */
-	if (has_shadow && sd.scan) {
-		t0 = bpf_ktime_get_ns();
-		ssc.budget = sd.budget;
-		scan_llc(p, &ssc);
-		ts = bpf_ktime_get_ns() - t0;
-		if (prop_shadow)
-			sis_prop_charge(wc, ts);
-		shadow_found = ssc.found >= 0;
-	}
-	timed = st || prop_active;
+	/*
+	 * An active SIS_PROP spends its own books, charged with its scan's
+	 * time (select_idle_cpu() in Linux 5.14-6.6), idle-core scans aside.
+	 * (Scalars decide the timing: the verifier refuses the OR of two
+	 * pointers that a test of both could compile to.)
+	 */
+	prop = pol == SISU_POL_PROP && !idle_core;
+	if (prop)
+		ab = aged_books(cpu_ctx(bpf_get_smp_processor_id()), SISU_BOOK_ACTIVE);
+	policy_depth(pol, llc, idle_core, ab, &d);
+	timed = stats_on || prop;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
@@ -422,41 +546,35 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 		scan_llc(p, &sc);
 		if (timed)
 			t = bpf_ktime_get_ns() - t0;
-		if (prop_active)
-			sis_prop_charge(wc, t);
+		if (ab)
+			sis_prop_charge(ab, t);
 	}
+	if (!st)
+		return sc.found;
+
 	/*
 	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
 	 * the idle mask still says whether an idle CPU was there to find.
 	 */
-	if (st && sc.found < 0 && !shadow_found) {
+	if (sc.found < 0 && !v.any) {
 		idle = scx_bpf_get_idle_cpumask();
 		existed = llc_has_idle(p, llc, idle);
 		scx_bpf_put_idle_cpumask(idle);
 	} else {
-		existed = sc.found >= 0 || shadow_found;
+		existed = true;
 	}
 
-	if (st) {
-		bool found = sc.found >= 0;
-
-		st->scans++;
-		st->scan_ns += t;
-		st->scan_examined += sc.examined;
-		if (idle_core)
-			st->core_scans++;
-		hist_add(st->examined, sc.examined);
-		hist_add(st->limit, d.limit);
-		matrix_add(st->found, existed, found);
-		count_llc_scan(llc, existed, found);
-		if (has_shadow) {
-			st->shadow_scan_ns += ts;
-			st->shadow_examined += ssc.examined;
-			hist_add(st->shadow_limit, sd.limit);
-			if (existed)
-				matrix_add(st->shadow, found, shadow_found);
-		}
-	}
+	st->scans++;
+	st->scan_ns += t;
+	st->scan_examined += sc.examined;
+	if (idle_core)
+		st->core_scans++;
+	hist_add(st->examined, sc.examined);
+	hist_add(st->limit, d.limit);
+	matrix_add(st->found, existed, sc.found >= 0);
+	count_llc_scan(llc, existed, sc.found >= 0);
+	if (v.rules)
+		count_shadows(pol, &v, existed, sc.found >= 0);
 	return sc.found;
 }
 

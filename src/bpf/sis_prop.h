@@ -34,28 +34,37 @@ static inline void sis_avg_update(u64 *avg, u64 sample)
 	*avg += (u64)(diff / 8);
 }
 
-/* The state a CPU has at boot, and after a policy switch. */
+/* The state a CPU has at boot, and after a policy switch: every book fresh. */
 static inline void sis_prop_reset(struct sisu_cpu_ctx *c, u64 now_jiffies)
 {
+	int i;
+
 	c->idle_stamp = 0;
 	c->avg_idle = SIS_PROP_AVG_IDLE_MAX;
-	c->wake_avg_idle = c->avg_idle;
-	c->wake_stamp = now_jiffies;
-	c->avg_scan_cost = 0;
+	for (i = 0; i < SISU_NR_BOOKS; i++) {
+		c->prop[i].wake_avg_idle = c->avg_idle;
+		c->prop[i].wake_stamp = now_jiffies;
+		c->prop[i].avg_scan_cost = 0;
+	}
 }
 
 /*
  * The CPU got work after being idle for @idle_ns (the kernel does this in
  * ttwu_do_activate()). A fresh idle-time budget of half the average idle
- * period is what wakeups from this CPU may spend on scans.
+ * period is what wakeups from this CPU may spend on scans, in every book:
+ * the idle period is the same whoever spends it.
  */
 static inline void sis_prop_idle_end(struct sisu_cpu_ctx *c, u64 idle_ns, u64 now_jiffies)
 {
+	int i;
+
 	sis_avg_update(&c->avg_idle, idle_ns);
 	if (c->avg_idle > SIS_PROP_AVG_IDLE_MAX)
 		c->avg_idle = SIS_PROP_AVG_IDLE_MAX;
-	c->wake_stamp = now_jiffies;
-	c->wake_avg_idle = c->avg_idle / 2;
+	for (i = 0; i < SISU_NR_BOOKS; i++) {
+		c->prop[i].wake_stamp = now_jiffies;
+		c->prop[i].wake_avg_idle = c->avg_idle / 2;
+	}
 }
 
 /*
@@ -63,13 +72,13 @@ static inline void sis_prop_idle_end(struct sisu_cpu_ctx *c, u64 idle_ns, u64 no
  * halve the budget once per jiffy since the CPU was last woken. Sixty-four
  * halvings empty any u64, which bounds the loop as the verifier wants.
  */
-static inline void sis_prop_age(struct sisu_cpu_ctx *c, u64 now_jiffies)
+static inline void sis_prop_age(struct sisu_prop_books *b, u64 now_jiffies)
 {
 	int i;
 
-	for (i = 0; i < 64 && c->wake_stamp < now_jiffies && c->wake_avg_idle; i++) {
-		c->wake_stamp++;
-		c->wake_avg_idle >>= 1;
+	for (i = 0; i < 64 && b->wake_stamp < now_jiffies && b->wake_avg_idle; i++) {
+		b->wake_stamp++;
+		b->wake_avg_idle >>= 1;
 	}
 }
 
@@ -92,10 +101,25 @@ static inline u64 sis_prop_nr(u32 width, u64 wake_avg_idle, u64 avg_scan_cost)
 }
 
 /* A scan took @scan_ns: spend it from the budget and learn the cost. */
-static inline void sis_prop_charge(struct sisu_cpu_ctx *c, u64 scan_ns)
+static inline void sis_prop_charge(struct sisu_prop_books *b, u64 scan_ns)
 {
-	c->wake_avg_idle -= c->wake_avg_idle < scan_ns ? c->wake_avg_idle : scan_ns;
-	sis_avg_update(&c->avg_scan_cost, scan_ns);
+	b->wake_avg_idle -= b->wake_avg_idle < scan_ns ? b->wake_avg_idle : scan_ns;
+	sis_avg_update(&b->avg_scan_cost, scan_ns);
+}
+
+/*
+ * A shadow's scan is not run on its own: one look-only walk serves every
+ * shadow rule (all walk the same CPUs in the same order and stop at the
+ * first idle one), so its time is shared out by the CPUs each rule's scan
+ * would have examined. SIS_PROP is charged @walk_ns * @examined /
+ * @walk_examined: the walk's measured cost per CPU, times its own depth's
+ * CPUs. A walk that examined nothing is all fixed cost, charged whole.
+ */
+static inline u64 sis_prop_share(u64 walk_ns, u32 examined, u32 walk_examined)
+{
+	if (!walk_examined || examined >= walk_examined)
+		return walk_ns;
+	return walk_ns * examined / walk_examined;
 }
 
 #endif /* __SISUTIL_SIS_PROP_H */

@@ -128,6 +128,15 @@ struct llc_scans_map {
 };
 extern struct llc_scans_map llc_scans SEC(".maps");
 
+/* What each shadow rule would have done, indexed by enum sisu_policy. */
+struct rule_stats_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SISU_NR_POLICIES);
+	__type(key, u32);
+	__type(value, struct sisu_rule_stats);
+};
+extern struct rule_stats_map rule_stats SEC(".maps");
+
 /* What the kernel keeps in task_struct and sched_entity. */
 struct task_ctx {
 	s32 recent_used_cpu;
@@ -340,6 +349,11 @@ static __always_inline u32 active_policy(void)
 
 	return pol < SISU_NR_POLICIES ? pol : SISU_POL_UTIL;
 }
+
+/* The rules a shadow may be: all but the built-in selection, which claims. */
+#define SHADOW_RULES	((1U << SISU_NR_POLICIES) - 1 - (1U << SISU_POL_BUILTIN))
+_Static_assert(SISU_ACTIVE_BIT == SISU_NR_POLICIES, "the active bit follows the rules' bits");
+_Static_assert(SISU_FOUND_SETS == 1 << (SISU_ACTIVE_BIT + 1), "a slot per set of rules");
 
 /*
  * SIS_PROP's per-CPU state restarts from boot values whenever userspace

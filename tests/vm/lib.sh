@@ -117,6 +117,23 @@ json_array() {
 	echo "$2" | grep -o "\"$1\":\[[0-9,]*\]" | head -n1 | tr -d '[]' | cut -d: -f2 | tr ',' ' '
 }
 
+# json_rec KEY FIELD JSON: FIELD of the record keyed KEY (a shadow rule's,
+# "prop", or a pair's, "active/prop"): records of flat fields only.
+json_rec() {
+	echo "$3" | grep -o "\"$1\":{[^}]*}" | head -n1 | grep -o "\"$2\":[0-9.]*" | cut -d: -f2
+}
+
+# json_rec_array KEY FIELD JSON: the numbers of array FIELD in that record.
+json_rec_array() {
+	echo "$3" | grep -o "\"$1\":{[^}]*}" | head -n1 | grep -o "\"$2\":\[[0-9,]*\]" |
+		tr -d '[]' | cut -d: -f2 | tr ',' ' '
+}
+
+# hist_mean COUNTS...: the mean slot of a histogram (slot i counts value i).
+hist_mean() {
+	echo "$*" | awk '{ n = 0; s = 0; for (i = 1; i <= NF; i++) { n += $i; s += (i - 1) * $i } printf "%.3f", n ? s / n : 0 }'
+}
+
 # sum NUMBERS...: their sum.
 sum() {
 	_s=0

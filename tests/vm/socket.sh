@@ -107,7 +107,8 @@ for req in \
 	'{"req":"control","args":{"policy":7}}' \
 	'{"req":"control","args":{"policy":null}}' \
 	'{"req":"control","args":{"policy":"fast"}}' \
-	'{"req":"control","args":{"shadow":"util"}}' \
+	'{"req":"control","args":{"shadow":"builtin"}}' \
+	'{"req":"control","args":{"shadow":"prop,"}}' \
 	'{"req":"control","args":{"shadow":true}}' \
 	'{"req":"control","args":{"small_llc":"99999999999999999999"}}' \
 	'{"req":"control","args":{"small_llc":1e300}}' \
@@ -122,7 +123,7 @@ for req in \
 done
 # Random ones: keys and values drawn from sets of wrong ones.
 keys="policy shadow small_llc target colour 0"
-vals='7 -1 1e300 18446744073709551616 null true [] {} "fast" "-5" "4294967296" "" "util,prop"'
+vals='7 -1 1e300 18446744073709551616 null true [] {} "fast" "-5" "4294967296" "" "util;prop"'
 i=0
 while [ $i -lt 30 ]; do
 	i=$((i + 1))

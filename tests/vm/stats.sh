@@ -86,21 +86,4 @@ stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 expect_error 1 "no scx_sisutil instance" $SCHED --monitor 1
 
-log "a shadow SIS_PROP keeps its own books"
-# The active policy none never scans. A shadow SIS_PROP still scans to its
-# depth on every wakeup that reaches the scan, as an active one would, and
-# that scan's time is what its average scan cost learns (the build that
-# charged it the active scan's time left the average at 0 here).
-check "loads with --policy none --shadow prop" start_sched /tmp/sched2.log --policy none --shadow prop
-sleep 1
-$SCHED reset-stats >/dev/null
-hackbench -g 2 -l 200 >/dev/null 2>&1
-s=$($SCHED stats --json)
-cost=$(json_field prop_avg_scan_cost_ns "$s" | head -n1)
-log "scans $(json_field scans "$s"): active scan time $(json_field scan_ns "$s") ns, the shadow's $(json_field shadow_scan_ns "$s") ns ($(json_field shadow_scan_ns_per_cpu "$s" | cut -d. -f1) ns per CPU examined); SIS_PROP's average scan cost $cost ns"
-check "none scanned nothing" [ "$(json_field scan_ns "$s")" -eq 0 ]
-check "the shadow's scans took time" [ "$(json_field shadow_scan_ns "$s")" -gt 0 ]
-check "SIS_PROP's average scan cost learnt from them" [ "${cost:-0}" -gt 0 ]
-stop_sched INT
-check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 finish

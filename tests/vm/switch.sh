@@ -79,8 +79,8 @@ check "status reports util, no shadow, after 5 switches" says "$st" '^policy uti
 
 log "refusals"
 expect_error 1 "only root" su -s /bin/sh nobody -c "$SCHED set policy prop"
-expect_error 1 "must differ" $SCHED set shadow util
 expect_error 2 "expected off" $SCHED set shadow builtin
+expect_error 2 "expected off" $SCHED set shadow prop,builtin
 check "refusals changed nothing" [ "$(json_str policy "$($SCHED stats --json)")" = util ]
 
 log "the switch reaches the small-LLC option and the shadow"
@@ -89,6 +89,10 @@ check "set shadow prop" $SCHED set shadow prop
 s=$($SCHED stats --json)
 check "stats report small_llc 4" [ "$(json_field small_llc "$s")" = 4 ]
 check "and shadow prop" [ "$(json_str shadow "$s")" = prop ]
+# A rule may shadow the active policy itself: it keeps state of its own.
+check "set shadow util,full beside util" $SCHED set shadow full,util
+s=$($SCHED stats --json)
+check "stats name both, in one order" [ "$(json_str shadow "$s")" = util,full ]
 check "set shadow off" $SCHED set shadow off
 
 kill $hb

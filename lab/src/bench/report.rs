@@ -220,6 +220,30 @@ fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
         add_hist(&mut t.examined, &m.examined);
         add_hist(&mut t.limit, &m.limit);
         add_hist(&mut t.shadow_limit, &m.shadow_limit);
+        for (name, r) in &m.rules {
+            let s = t.rules.entry(name.clone()).or_default();
+            s.searched_mean = (s.searched_mean * s.judged as f64
+                + r.searched_mean * r.judged as f64)
+                / (s.judged + r.judged).max(1) as f64;
+            s.judged += r.judged;
+            s.would_find += r.would_find;
+            s.would_miss += r.would_miss;
+            s.walk_ns += r.walk_ns;
+            add_hist(&mut s.limit_hist, &r.limit_hist);
+            add_hist(&mut s.searched_hist, &r.searched_hist);
+        }
+        for (key, p) in &m.pairs {
+            let s = t.pairs.entry(key.clone()).or_default();
+            s.both += p.both;
+            s.first_only += p.first_only;
+            s.second_only += p.second_only;
+            s.neither += p.neither;
+        }
+    }
+    for r in t.rules.values_mut() {
+        r.would_find_pct =
+            100.0 * sisutil_proto::stats::ratio(r.would_find, r.would_find + r.would_miss);
+        r.limit_mean = hist_mean(&r.limit_hist);
     }
     Some(t.with_depths())
 }
@@ -248,14 +272,12 @@ pub fn shadow_tables_of(r: &Results, section: &str, labels: &[&str]) -> Option<S
             }
             let _ = writeln!(
                 out,
-                "{} {}, arm {arm} (shadow {}), {} scans:\n{}\n{}\n{}",
+                "{} {}, arm {arm} (shadow {}), {} scans:\n{}",
                 section,
                 p.point.label,
                 m.shadow,
                 m.scans,
-                m.found_table(),
-                m.shadow_table(),
-                m.hist_table()
+                m.review_tables()
             );
         }
     }
@@ -514,6 +536,56 @@ mod tests {
         assert!(
             block.lines().any(|l| l.contains(">=4") && l.contains("30")),
             "{block}"
+        );
+    }
+
+    #[test]
+    fn several_shadow_rules_are_summed_rule_by_rule() {
+        use sisutil_proto::stats::{PairMetrics, RuleMetrics};
+        let mut r = results();
+        for p in &mut r.points {
+            for s in p.samples.get_mut("util").unwrap() {
+                let m = s.stats.as_mut().unwrap();
+                m.shadow = "prop,full".into();
+                let rule = |would_find, would_miss, limit_hist: Vec<u64>| RuleMetrics {
+                    judged: 10,
+                    would_find,
+                    would_miss,
+                    searched_mean: 2.0,
+                    limit_hist,
+                    ..Default::default()
+                };
+                m.rules
+                    .insert("prop".into(), rule(1, 3, vec![0, 0, 0, 0, 10]));
+                m.rules
+                    .insert("full".into(), rule(4, 0, vec![0, 0, 0, 0, 10]));
+                let pair = PairMetrics {
+                    both: 1,
+                    second_only: 3,
+                    ..Default::default()
+                };
+                m.pairs.insert("prop/full".into(), pair);
+            }
+        }
+        let point = &r.points[0];
+        let m = summed(
+            point.samples["util"]
+                .iter()
+                .filter_map(|s| s.stats.as_ref()),
+        )
+        .unwrap();
+        let prop = &m.rules["prop"];
+        assert_eq!((prop.judged, prop.would_find, prop.would_miss), (30, 3, 9));
+        assert_eq!(
+            (prop.would_find_pct, prop.limit_mean, prop.searched_mean),
+            (25.0, 4.0, 2.0)
+        );
+        assert_eq!(m.rules["full"].would_find_pct, 100.0);
+        assert_eq!(m.pairs["prop/full"].second_only, 9);
+        let t = shadow_tables(&r, "hackbench process socket").unwrap();
+        assert!(
+            t.contains("Shadow rule") && t.contains("full Limit Count"),
+            "{t}"
         );
     }
 

@@ -1,0 +1,103 @@
+# The shadow rules on the same wakeups (1 LLC of 8 CPUs). One look-only walk
+# serves every rule, so a shallower rule finds only what a deeper one finds;
+# a rule judged beside itself agrees with itself; and a shadow SIS_PROP
+# keeps books of its own, charged with its own scan's time: beside itself
+# its depths match the active one's within the bound its scan costs allow,
+# and beside a policy that never scans it still learns a scan cost.
+# shape: 1x8
+. /tests/vm/lib.sh
+
+load() { hackbench -g 2 -l 300 >/tmp/hb.log 2>&1; }
+
+# floor_share COUNTS...: % of a depth histogram at SIS_PROP's floor or below.
+floor_share() {
+	echo "$*" | awk '{ n = 0; f = 0; for (i = 1; i <= NF; i++) { n += $i; if (i <= 5) f += $i } printf "%d", n ? 100 * f / n : 0 }'
+}
+
+log "every rule beside util: one walk for all"
+check "loads with --shadow all" start_sched /tmp/all.log --policy util --shadow all
+sleep 1
+$SCHED reset-stats >/dev/null
+load
+check "hackbench completed" grep -q '^Time:' /tmp/hb.log
+s=$($SCHED stats --json)
+scans=$(json_field scans "$s" | head -n1)
+log "scans $scans; shadow rules: $(json_str shadow "$s")"
+for r in util prop full none; do
+	log "  $r: judged $(json_rec $r judged "$s"), would find $(json_rec $r would_find "$s"), miss $(json_rec $r would_miss "$s"), mean limit $(json_rec $r limit_mean "$s"), limits $(json_rec_array $r limit_hist "$s")"
+	check "$r was judged on every scan" [ "$(json_rec $r judged "$s")" -eq "$scans" ]
+done
+check "none would never find one" [ "$(json_rec none would_find "$s")" -eq 0 ]
+check "full would have found idle CPUs" [ "$(json_rec full would_find "$s")" -gt 0 ]
+# Each pair's four cells are exact: the rules' verdicts come from one walk.
+for p in util/full prop/full active/util; do
+	log "  pair $p: both $(json_rec $p both "$s"), first only $(json_rec $p first_only "$s"), second only $(json_rec $p second_only "$s"), neither $(json_rec $p neither "$s")"
+done
+check "full finds whatever util's depth finds" [ "$(json_rec util/full first_only "$s")" -eq 0 ]
+check "full finds whatever prop's depth finds" [ "$(json_rec prop/full first_only "$s")" -eq 0 ]
+check "none finds nothing prop's depth misses" [ "$(json_rec prop/none second_only "$s")" -eq 0 ]
+# The shadow util has the active util's depth on the same wakeup: only an
+# idle CPU that came or went between the look and the claim can part them.
+agree=$(($(json_rec active/util both "$s") + $(json_rec active/util neither "$s")))
+apart=$(($(json_rec active/util first_only "$s") + $(json_rec active/util second_only "$s")))
+check "the shadow util agrees with the active util on >= 90% of scans" [ $((apart * 10)) -le $((agree + apart)) ]
+$SCHED stats >/tmp/all.txt
+check "the text report has a row per rule" [ "$(grep -cE '^\| +(util|prop|full|none) +\| +[0-9]' /tmp/all.txt)" -eq 4 ]
+check "and a depth column per rule" grep -q 'none Limit Count' /tmp/all.txt
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+
+log "SIS_PROP beside itself, with books of its own"
+# Both books see the same idle periods (every refill of the budget is the
+# CPU's) and the same jiffies; they differ only in what a scan costs: the
+# active scan claims (an atomic test-and-clear per CPU), the shadow's walk
+# looks. Above the floor the depth is width * budget / cost, so with the
+# per-CPU costs in the ratio rho >= 1 (both measured in this run) the mean
+# depths can differ by that ratio at most; the cap at the LLC's width and
+# the floor of 4 only narrow it. 10% more allows for the budgets spent at
+# those costs. The build without per-rule books refuses this pairing.
+check "loads with --policy prop --shadow prop" start_sched /tmp/self.log --policy prop --shadow prop
+sleep 1
+$SCHED reset-stats >/dev/null
+load
+s=$($SCHED stats --json)
+active=$(json_array limit "$s")
+shadow=$(json_rec_array prop limit_hist "$s")
+ca=$(json_field scan_ns_per_cpu "$s" | head -n1)
+cs=$(json_field shadow_scan_ns_per_cpu "$s" | head -n1)
+ma=$(hist_mean $active)
+ms=$(hist_mean $shadow)
+log "active limits $active (mean $ma, $ca ns per CPU); shadow's $shadow (mean $ms, $cs ns per CPU)"
+log "books: active avg_scan_cost $(json_field prop_avg_scan_cost_ns "$s" | head -n1) ns, shadow's $(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1) ns"
+check "both kinds of scan took time" awk "BEGIN { exit !($ca > 0 && $cs > 0) }"
+check "the shadow's mean depth is within the cost ratio of the active's" \
+	awk "BEGIN { rho = $ca / $cs; if (rho < 1) rho = 1 / rho; r = $ma / $ms; if (r < 1) r = 1 / r; exit !(r <= 1.1 * rho) }"
+check "each book learnt a scan cost" [ "$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)" -gt 0 ]
+floor_a=$(floor_share $active)
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+
+log "a shadow SIS_PROP beside none keeps its own books"
+# The active policy none never scans. A shadow SIS_PROP still walks to its
+# depth on every wakeup that reaches the scan, as an active one would scan,
+# and that walk's time is what its average scan cost learns. The build that
+# charged it the active scan's time left the average at 0 here, and with it
+# the depth at width * budget: the whole LLC on every scan.
+check "loads with --policy none --shadow prop" start_sched /tmp/none.log --policy none --shadow prop
+sleep 1
+$SCHED reset-stats >/dev/null
+load
+s=$($SCHED stats --json)
+cost=$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)
+shadow=$(json_rec_array prop limit_hist "$s")
+floor_s=$(floor_share $shadow)
+log "scans $(json_field scans "$s" | head -n1): active scan time $(json_field scan_ns "$s" | head -n1) ns, the walks' $(json_field shadow_scan_ns "$s") ns ($(json_field shadow_scan_ns_per_cpu "$s" | cut -d. -f1) ns per CPU); SIS_PROP's average scan cost $cost ns; shadow limits $shadow"
+log "scans at SIS_PROP's floor: ${floor_s}% here, ${floor_a}% with SIS_PROP active"
+check "none scanned nothing" [ "$(json_field scan_ns "$s" | head -n1)" -eq 0 ]
+check "the shadow's walks took time" [ "$(json_field shadow_scan_ns "$s")" -gt 0 ]
+check "SIS_PROP's average scan cost learnt from them" [ "${cost:-0}" -gt 0 ]
+check "its depths sit at the floor about as often as an active SIS_PROP's (within 20 points)" \
+	[ $((floor_s - floor_a)) -le 20 -a $((floor_a - floor_s)) -le 20 ]
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+finish
