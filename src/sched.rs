@@ -315,27 +315,17 @@ impl<'a> Scheduler<'a> {
     }
 
     fn counters(&self, policy: Policy) -> Result<Counters> {
-        let key = policy.to_bpf().to_ne_bytes();
-        let per_cpu = self
-            .skel
-            .maps
-            .stats
-            .lookup_percpu(&key, MapFlags::ANY)
-            .context("cannot read the stats map")?
-            .unwrap_or_default();
+        let per_cpu = per_cpu(&self.skel.maps.stats, policy.to_bpf(), "the stats map")?;
         Counters::sum_cpus(&per_cpu)
     }
 
     /// What a shadow rule would have done, summed over CPUs.
     fn rule_counters(&self, rule: Policy) -> Result<RuleCounters> {
-        let key = rule.to_bpf().to_ne_bytes();
-        let per_cpu = self
-            .skel
-            .maps
-            .rule_stats
-            .lookup_percpu(&key, MapFlags::ANY)
-            .context("cannot read the shadow rules' map")?
-            .unwrap_or_default();
+        let per_cpu = per_cpu(
+            &self.skel.maps.rule_stats,
+            rule.to_bpf(),
+            "the shadow rules' map",
+        )?;
         RuleCounters::sum_cpus(&per_cpu)
     }
 
@@ -343,13 +333,7 @@ impl<'a> Scheduler<'a> {
     fn llc_scans(&self) -> Result<Vec<LlcScans>> {
         (0..self.layout.llcs.len() as u32)
             .map(|i| {
-                let per_cpu = self
-                    .skel
-                    .maps
-                    .llc_scans
-                    .lookup_percpu(&i.to_ne_bytes(), MapFlags::ANY)
-                    .context("cannot read the per-LLC scan map")?
-                    .unwrap_or_default();
+                let per_cpu = per_cpu(&self.skel.maps.llc_scans, i, "the per-LLC scan map")?;
                 LlcScans::sum_cpus(&per_cpu)
             })
             .collect()
@@ -451,6 +435,15 @@ impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         self.link.take();
     }
+}
+
+/// Every CPU's copy of entry @key of the per-CPU array @map (none if
+/// the entry is absent), raw.
+fn per_cpu(map: &impl MapCore, key: u32, what: &str) -> Result<Vec<Vec<u8>>> {
+    Ok(map
+        .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
+        .with_context(|| format!("cannot read {what}"))?
+        .unwrap_or_default())
 }
 
 /// Hands BPF the topology and the load-time settings.

@@ -471,9 +471,9 @@ __noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdic
  * Count the verdicts: per rule (rule_stats), and the set of rules that
  * found, the active policy's bit included, when an idle CPU existed.
  */
-__noinline void count_shadows(u32 pol, const struct verdicts *v, bool existed, bool found)
+__noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, bool existed,
+			      bool found)
 {
-	struct sisu_stats *st = stats_of(pol);
 	u32 set, r;
 	u64 *n;
 
@@ -574,7 +574,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	matrix_add(st->found, existed, sc.found >= 0);
 	count_llc_scan(llc, existed, sc.found >= 0);
 	if (v.rules)
-		count_shadows(pol, &v, existed, sc.found >= 0);
+		count_shadows(st, &v, existed, sc.found >= 0);
 	return sc.found;
 }
 
