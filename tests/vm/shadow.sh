@@ -9,18 +9,26 @@
 
 load() { hackbench -g 2 -l 300 >/tmp/hb.log 2>&1; }
 
+# measure LOG ARGS...: load the scheduler with ARGS, run the load from
+# fresh counters, and leave the statistics in $s.
+measure() {
+	_log=$1
+	shift
+	check "loads with $*" start_sched "$_log" "$@"
+	sleep 1
+	$SCHED reset-stats >/dev/null
+	load
+	s=$($SCHED stats --json)
+}
+
 # floor_share COUNTS...: % of a depth histogram at SIS_PROP's floor or below.
 floor_share() {
 	echo "$*" | awk '{ n = 0; f = 0; for (i = 1; i <= NF; i++) { n += $i; if (i <= 5) f += $i } printf "%d", n ? 100 * f / n : 0 }'
 }
 
 log "every rule beside util: one walk for all"
-check "loads with --shadow all" start_sched /tmp/all.log --policy util --shadow all
-sleep 1
-$SCHED reset-stats >/dev/null
-load
+measure /tmp/all.log --policy util --shadow all
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
-s=$($SCHED stats --json)
 scans=$(json_field scans "$s" | head -n1)
 log "scans $scans; shadow rules: $(json_str shadow "$s")"
 for r in util prop full none; do
@@ -53,14 +61,11 @@ log "SIS_PROP beside itself, with books of its own"
 # active scan claims (an atomic test-and-clear per CPU), the shadow's walk
 # looks. Above the floor the depth is width * budget / cost, so with the
 # per-CPU costs in the ratio rho >= 1 (both measured in this run) the mean
-# depths can differ by that ratio at most; the cap at the LLC's width and
-# the floor of 4 only narrow it. 10% more allows for the budgets spent at
-# those costs. The build without per-rule books refuses this pairing.
-check "loads with --policy prop --shadow prop" start_sched /tmp/self.log --policy prop --shadow prop
-sleep 1
-$SCHED reset-stats >/dev/null
-load
-s=$($SCHED stats --json)
+# depths differ by about that ratio; the cap at the LLC's width and the
+# floor of 4 only narrow it. 10% more allows for the budgets, which differ
+# by what each spent since the last refill. The build without per-rule
+# books refuses this pairing.
+measure /tmp/self.log --policy prop --shadow prop
 active=$(json_array limit "$s")
 shadow=$(json_rec_array prop limit_hist "$s")
 ca=$(json_field scan_ns_per_cpu "$s" | head -n1)
@@ -81,13 +86,10 @@ log "a shadow SIS_PROP beside none keeps its own books"
 # The active policy none never scans. A shadow SIS_PROP still walks to its
 # depth on every wakeup that reaches the scan, as an active one would scan,
 # and that walk's time is what its average scan cost learns. The build that
-# charged it the active scan's time left the average at 0 here, and with it
-# the depth at width * budget: the whole LLC on every scan.
-check "loads with --policy none --shadow prop" start_sched /tmp/none.log --policy none --shadow prop
-sleep 1
-$SCHED reset-stats >/dev/null
-load
-s=$($SCHED stats --json)
+# charged it the active scan's time left the average at 0 here. (Its depths
+# did not show it on this load: a busy CPU's budget ages to nothing within
+# a few jiffies, and with no budget the depth is the floor either way.)
+measure /tmp/none.log --policy none --shadow prop
 cost=$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)
 shadow=$(json_rec_array prop limit_hist "$s")
 floor_s=$(floor_share $shadow)
