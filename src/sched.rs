@@ -126,6 +126,10 @@ pub struct Scheduler<'a> {
     /// Every shadow rule's verdicts then.
     baseline_rules: Vec<RuleCounters>,
     _bpf_stats: Option<op_time::Enabled>,
+    /// Whether the kernel hands back a task whose found CPU was taken
+    /// (SCX_ENQ_IMMED, note_placed() in BPF): the bounce counts mean
+    /// something only then.
+    handback: bool,
     counting_since: Instant,
     interval: Duration,
     server: Server,
@@ -204,6 +208,8 @@ impl<'a> Scheduler<'a> {
             baseline_llc: Vec::new(),
             baseline_rules: Vec::new(),
             _bpf_stats: bpf_stats,
+            handback: s.scan_stats
+                && compat::read_enum("scx_enq_flags", "SCX_ENQ_IMMED").unwrap_or(0) != 0,
             counting_since: Instant::now(),
             interval: s.interval,
             server,
@@ -377,6 +383,7 @@ impl<'a> Scheduler<'a> {
             switches: self.status.switches,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
+            handback: self.handback,
             llcs: self.llc_metrics(&llc_scans),
             ops: op_time::OPS
                 .iter()

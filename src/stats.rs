@@ -182,6 +182,8 @@ pub struct Context {
     pub switches: u64,
     pub elapsed_s: f64,
     pub topology: String,
+    /// Whether the kernel reports a found CPU taken (the taken counters).
+    pub handback: bool,
     pub llcs: Vec<LlcMetrics>,
     /// Each op's calls and run time over the same span as the counters.
     pub ops: Vec<(String, OpTime)>,
@@ -287,6 +289,10 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         wake_scan: out(bpf_intf::sisu_outcome_SISU_OUT_SCAN),
         wake_busy: out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
         wake_fork: out(bpf_intf::sisu_outcome_SISU_OUT_FORK),
+        found_checked: ctx.handback as u64,
+        found_taken: s.taken.iter().sum(),
+        found_placed: s.outcome.iter().sum::<u64>() - out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
+        scan_taken: s.taken[bpf_intf::sisu_outcome_SISU_OUT_SCAN as usize],
         wake_moved_llc: span(&s.moved, &[SPAN_NODE, SPAN_PACKAGE, SPAN_REMOTE]),
         wake_moved_node: span(&s.moved, &[SPAN_PACKAGE, SPAN_REMOTE]),
         pull_llc: span(&s.pull, &[SPAN_LLC]),
@@ -358,6 +364,7 @@ pub mod tests {
             switches: 1,
             elapsed_s: 2.0,
             topology: "test".into(),
+            handback: true,
             llcs: widths
                 .iter()
                 .enumerate()

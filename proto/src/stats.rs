@@ -181,6 +181,14 @@ pub struct Metrics {
     pub wake_busy: u64,
     #[stat(desc = "... a new task, on the idlest LLC near its parent (fork balancing)")]
     pub wake_fork: u64,
+    #[stat(desc = "1 if the kernel says when a CPU found idle was taken (SCX_ENQ_IMMED), else 0")]
+    pub found_checked: u64,
+    #[stat(desc = "Wakeups sent to a CPU found idle (all but the busy ones)")]
+    pub found_placed: u64,
+    #[stat(desc = "... whose CPU was no longer free when the task got there")]
+    pub found_taken: u64,
+    #[stat(desc = "... of which the LLC scan had found (out of wake_scan)")]
+    pub scan_taken: u64,
     #[stat(desc = "Wakeups placed in another LLC than prev's")]
     pub wake_moved_llc: u64,
     #[stat(desc = "... in another NUMA node than prev's")]
@@ -282,6 +290,13 @@ impl Metrics {
     /// Share of scans that found an idle CPU when one existed, in %.
     pub fn found_rate(&self) -> f64 {
         100.0 * ratio(self.idle_found, self.idle_found + self.idle_missed)
+    }
+
+    /// The found-rate with the kernel's word for it: a CPU the scan found
+    /// counts only if it was still free when the task got there.
+    pub fn free_found_rate(&self) -> f64 {
+        let free = self.idle_found.saturating_sub(self.scan_taken);
+        100.0 * ratio(free, self.idle_found + self.idle_missed)
     }
 
     /// The review's 2x2 matrix over the scans that had an idle CPU to find.

@@ -9,6 +9,25 @@ use anyhow::Result;
 use crate::stats::{ratio, LlcMetrics, Metrics};
 
 impl Metrics {
+    /// How many CPUs found idle were still free when their task got there:
+    /// the kernel's word against the idle mask's.
+    pub fn taken_line(&self) -> String {
+        if self.found_checked == 0 {
+            return "found CPUs taken before their task got there: not known (the kernel lacks SCX_ENQ_IMMED, or statistics are off)".into();
+        }
+        format!(
+            "found CPUs taken before their task got there: {} of {} ({:.2}%), of the scan's {} of {} ({:.2}%): found {:.1}% by the idle mask, {:.1}% still free",
+            self.found_taken,
+            self.found_placed,
+            100.0 * ratio(self.found_taken, self.found_placed),
+            self.scan_taken,
+            self.wake_scan,
+            100.0 * ratio(self.scan_taken, self.wake_scan),
+            self.found_rate(),
+            self.free_found_rate()
+        )
+    }
+
     pub fn format<W: Write>(&self, w: &mut W) -> Result<()> {
         let shadow = if self.shadow.is_empty() {
             String::new()
@@ -49,6 +68,7 @@ impl Metrics {
             self.rescued,
             self.rcu_readers
         )?;
+        writeln!(w, "{}", self.taken_line())?;
         write!(
             w,
             "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns, {:.0} ns per CPU examined",
@@ -390,6 +410,28 @@ mod tests {
         );
         // The review's matrix for the first rule.
         assert!(m.shadow_table().contains("prop (shadow) able to find CPU"));
+    }
+
+    #[test]
+    fn taken_line_says_what_the_kernel_said_or_that_it_cannot() {
+        let mut m = Metrics {
+            wake_scan: 40,
+            idle_found: 40,
+            idle_missed: 60,
+            found_placed: 50,
+            found_taken: 5,
+            scan_taken: 4,
+            ..Default::default()
+        };
+        assert!(m.taken_line().contains("not known"), "{}", m.taken_line());
+        m.found_checked = 1;
+        let l = m.taken_line();
+        assert!(l.contains("5 of 50 (10.00%)"), "{l}");
+        assert!(l.contains("4 of 40 (10.00%)"), "{l}");
+        assert!(
+            l.contains("found 40.0% by the idle mask, 36.0% still free"),
+            "{l}"
+        );
     }
 
     #[test]

@@ -149,6 +149,11 @@ struct sisu_stats {
 	u64 queued_wakeups;		/* ... in enqueue: select_cpu was skipped */
 	u64 affine;			/* ... whose target was the waker's CPU */
 	u64 outcome[SISU_NR_OUTCOMES];
+	/*
+	 * ... of those sent to a CPU found idle, by outcome: the CPU was no
+	 * longer free when the task got there (SCX_ENQ_IMMED handed it back).
+	 */
+	u64 taken[SISU_NR_OUTCOMES];
 	u64 pull[SISU_NR_SPANS];	/* tasks taken from another CPU, by span */
 	u64 pushed;			/* ... of which running, moved to an idler node */
 	u64 moved[SISU_NR_SPANS];	/* wakeups placed this far from prev */

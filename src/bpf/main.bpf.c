@@ -83,7 +83,8 @@ struct llc_mask_map llc_masks SEC(".maps");
  * task that may run anywhere starts in the idlest LLC near its parent
  * (fork_cpu()); any other goes through the wake target and
  * select_idle_sibling() (placement.bpf.c). A CPU found idle gets it at
- * once, without enqueue.
+ * once, without enqueue; whether it was still free then, the kernel tells
+ * (note_placed()).
  */
 s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
@@ -91,6 +92,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 	struct sisu_stats *st = stats_of(pol);
 	struct pick pk;
 	s32 target, cpu;
+	u64 immed;
 
 	if (pol == SISU_POL_BUILTIN) {
 		pick_builtin(p, prev_cpu, wake_flags, &pk);
@@ -104,8 +106,9 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 		select_idle_sibling(p, prev_cpu, target, pol, &pk);
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
+	immed = note_placed(p, &pk);
 	if (pk.outcome != SISU_OUT_BUSY)
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), immed);
 	return pk.cpu;
 }
 
@@ -121,7 +124,8 @@ void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 	u64 vtime, slice;
 	u32 *m;
 
-	if (place_queued_wakeup(p, cpu, enq_flags) || push_running(p, cpu, enq_flags))
+	if (handed_back(p, enq_flags) || place_queued_wakeup(p, cpu, enq_flags) ||
+	    push_running(p, cpu, enq_flags))
 		return;
 	/*
 	 * Nothing else to run here (SCX_OPS_ENQ_LAST, set for push_running()):

@@ -821,6 +821,7 @@ __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 	u32 pol = active_policy();
 	struct sisu_stats *st = stats_of(pol);
 	struct pick pk;
+	u64 immed;
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags) ||
 	    p->nr_cpus_allowed == 1 || p->migration_disabled)
@@ -836,11 +837,92 @@ __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 		select_idle_sibling(p, cpu, cpu, pol, &pk);
 	}
 	count_wakeup(st, cpu, cpu, &pk, true);
+	immed = note_placed(p, &pk);
 	if (pk.outcome == SISU_OUT_BUSY)
 		return false;
 	/* The insertion wakes pk.cpu (a reschedule of its idle task). */
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | pk.cpu, task_slice(p), enq_flags);
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | pk.cpu, task_slice(p), enq_flags | immed);
 	return true;
+}
+
+/* --- was the CPU still free? ---------------------------------------- */
+
+/*
+ * A scan sees the idle mask as it was when it looked; by the time the
+ * task gets to the CPU it claimed, the CPU may run something else (a
+ * task it pulled meanwhile, or one a higher class woke). The kernel says
+ * which: a task inserted with SCX_ENQ_IMMED that cannot run at once comes
+ * back through enqueue with SCX_ENQ_REENQ and the reason
+ * SCX_TASK_REENQ_IMMED. That is the ground truth of a "found", against
+ * which the idle mask's view is judged (docs/policies.md).
+ *
+ * Measuring must not change where tasks run, so a task handed back goes
+ * to that CPU's local queue, where it would have waited without the flag,
+ * and one the flag handed back after a higher class preempted it goes to
+ * the head, where the kernel puts a preempted task with slice left. On
+ * kernels without the flag (before 7.1) SCX_ENQ_IMMED reads 0, and so
+ * does every bounce count; with statistics off it is not asked for.
+ */
+
+/*
+ * Remembers how @p was placed, for its bounce to be counted by outcome;
+ * returns the flag to insert it with.
+ */
+__hidden u64 note_placed(struct task_struct *p, const struct pick *pk)
+{
+	struct task_ctx *tctx;
+
+	if (!stats_on || !SCX_ENQ_IMMED)
+		return 0;
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (!tctx)
+		return 0;
+	tctx->placed = pk->outcome == SISU_OUT_BUSY ? 0 : pk->outcome + 1;
+	return tctx->placed ? SCX_ENQ_IMMED : 0;
+}
+
+/* Why the kernel gives @p back, or 0: the REENQ reasons as this kernel has them. */
+static u64 handback_reason(const struct task_struct *p, u64 enq_flags)
+{
+	if (!(enq_flags & SCX_ENQ_REENQ) ||
+	    !bpf_core_enum_value_exists(enum scx_ent_flags, SCX_TASK_REENQ_REASON_MASK))
+		return 0;
+	return p->scx.flags & bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_REENQ_REASON_MASK);
+}
+
+/* Counts the CPU @p found taken, under the outcome that chose it. */
+static void count_taken(struct task_struct *p)
+{
+	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	struct sisu_stats *st = stats_of(active_policy());
+	u64 *n;
+
+	if (!tctx || !tctx->placed)
+		return;
+	n = st ? MEMBER_VPTR(st->taken, [tctx->placed - 1]) : NULL;
+	if (n)
+		(*n)++;
+	tctx->placed = 0;
+}
+
+/* Takes @p back if SCX_ENQ_IMMED sent it here (the rule above). */
+__hidden bool handed_back(struct task_struct *p, u64 enq_flags)
+{
+	u64 why = handback_reason(p, enq_flags);
+
+	enq_flags &= ~SCX_ENQ_IMMED;
+	if (bpf_core_enum_value_exists(enum scx_ent_flags, SCX_TASK_REENQ_IMMED) &&
+	    why == bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_REENQ_IMMED)) {
+		count_taken(p);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), enq_flags);
+		return true;
+	}
+	if (bpf_core_enum_value_exists(enum scx_ent_flags, SCX_TASK_REENQ_PREEMPTED) &&
+	    why == bpf_core_enum_value(enum scx_ent_flags, SCX_TASK_REENQ_PREEMPTED)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, 0, enq_flags | SCX_ENQ_HEAD);
+		return true;
+	}
+	return false;
 }
 
 /* --- idle periods --------------------------------------------------- */

@@ -145,6 +145,7 @@ struct task_ctx {
 	u64 flips_decay_at;	/* when wakee_flips was last halved (ns) */
 	s32 frame;	/* the CPU whose clock the task's virtual time counts on */
 	u64 queued_at;	/* when it was last put in a queue (ns) */
+	u32 placed;	/* outcome + 1 of its placement on a CPU found idle, 0 if none */
 };
 
 struct task_ctx_map {
@@ -457,6 +458,8 @@ __noinline s32 fork_cpu(s32 prev);
 __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const struct pick *pk,
 			  bool queued);
 __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags);
+__hidden u64 note_placed(struct task_struct *p, const struct pick *pk);
+__hidden bool handed_back(struct task_struct *p, u64 enq_flags);
 __hidden void idle_enter(s32 cpu, struct sisu_cpu_ctx *c);
 __hidden void idle_exit(struct sisu_cpu_ctx *c, u64 now);
 

@@ -89,9 +89,14 @@ check "a share of hackbench's wakeups went affine (at least 2%)" [ $((aff * 50))
 # (its node runs one task, within imb_numa_nr = 2 of the idler one), and
 # the second goes to the other LLC (the parent's node would run 3). Where
 # each thread first ran is that decision, before a barrier's wakeup may
-# draw one to the other's LLC, as the kernel's wake-affine would: the rule
-# is deterministic, so every one of RUNS runs must show it.
-RUNS=3
+# draw one to the other's LLC, as the kernel's wake-affine would. The rule
+# is deterministic but what it counts is not: the first thread, touching
+# its arrays, may sleep on the address space's lock while the parent maps
+# the second one's stack, and then the parent's node runs one task at the
+# second fork, not two (one run in about 30 in CI). So all but one of RUNS
+# runs must show it; a rule that kept both home, or ignored fork, shows it
+# in none.
+RUNS=5
 split=0
 forks=0
 for try in $(seq $RUNS); do
@@ -102,7 +107,7 @@ for try in $(seq $RUNS); do
 	[ "$(json_field start_llcs "$r")" = 2.0 ] && split=$((split + 1))
 	[ "$f" -ge 2 ] && forks=$((forks + 1))
 done
-check "two threads forked together started in both LLCs ($split of $RUNS runs)" [ $split -eq $RUNS ]
+check "two threads forked together started in both LLCs in all runs but one at most ($split of $RUNS)" [ $split -ge 4 ]
 check "their forks were placed by fork balancing ($forks of $RUNS runs)" [ $forks -eq $RUNS ]
 
 stop_sched INT

@@ -139,8 +139,17 @@ spinners 2
 counts=$(in_node1)
 s=$($SCHED stats --json)
 log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s") (remote pulls $(json_field pull_remote "$s"), node pulls $(json_field pull_node "$s"))"
-check "two spinners stay together in node 0 (the imbalance the kernel allows)" \
-	[ "$(echo $counts | tr ' ' '\n' | grep -c '^0$')" -ge 9 ]
+# The rule's decision is that no running task moves: a balancer without
+# the allowance would move one (2 idle CPUs against 4 is an imbalance of
+# 1 task), as it moved one of three above. Where the spinners then sit is
+# evidence too, but weaker: in about one run in ten a spinner sat in
+# node 1 from the first sample with no pull or move counted (placed there
+# by a path no counter shows; the affinity change is the suspect), and 1
+# to 1 is as balanced, so the balancer rightly left it.
+check "two spinners started in node 0: no running task moved between nodes (the imbalance the kernel allows)" \
+	[ "$(json_field pull_running "$s")" -eq 0 ]
+together=$(echo $counts | tr ' ' '\n' | grep -c '^0$')
+[ "$together" -ge 9 ] || log "note: one spinner sat in node 1 in $((10 - together)) of 10 samples, moved by no count above"
 kill $S
 wait $S 2>/dev/null
 taskset -p ff $$ >/dev/null
