@@ -38,6 +38,7 @@ fn main() {
         .add_source("src/bpf/placement.bpf.c")
         .add_source("src/bpf/migration.bpf.c")
         .add_source("src/bpf/vtime.bpf.c")
+        .add_source("src/bpf/sis_cache.bpf.c")
         .compile_link_gen()
         .unwrap();
 

@@ -50,6 +50,12 @@ pub struct RunOpts {
           value_parser = clap::value_parser!(u32).range(0..=1024))]
     pub small_llc: u32,
 
+    /// SIS_CACHE: keep the CPU of a task that sleeps briefly for it, for
+    /// about as long as it sleeps; scans pass over such CPUs (with every
+    /// policy; builtin's scan is the kernel's, which it leaves alone)
+    #[arg(long)]
+    pub sis_cache: bool,
+
     /// How often utilisation is folded and nr_idle_scan published, in ms.
     /// The default is in the order of the kernel's LLC balance interval
     /// (the LLC's width in ms when idle, twice that when busy: 8-16 ms for
@@ -149,6 +155,19 @@ pub enum SetCmd {
         #[arg(value_parser = parse_small_llc)]
         n: u32,
     },
+    /// SIS_CACHE, "on" or "off"
+    SisCache {
+        #[arg(value_parser = parse_on_off, action = clap::ArgAction::Set)]
+        on: bool,
+    },
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("expected on or off, got {s:?}")),
+    }
 }
 
 fn parse_small_llc(s: &str) -> Result<u32, String> {
@@ -178,12 +197,14 @@ impl RunOpts {
             policy: Some(self.policy),
             shadow: Some(self.shadow.clone()),
             small_llc: Some(self.small_llc),
+            sis_cache: Some(self.sis_cache),
             reset: false,
         };
         let defaults = Status {
             policy: Policy::Util,
             shadow: Shadow::off(),
             small_llc: 0,
+            sis_cache: false,
             switches: 0,
         };
         start
@@ -196,6 +217,7 @@ impl RunOpts {
             policy: self.policy,
             shadow: self.shadow.clone(),
             small_llc: self.small_llc,
+            sis_cache: self.sis_cache,
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
             scan_stats: !self.no_scan_stats,
@@ -285,6 +307,14 @@ mod tests {
                 what: SetCmd::SmallLlc { n: 0 }
             })
         ));
+        let o = parse(&["set", "sis-cache", "on"]).unwrap();
+        assert!(matches!(
+            o.cmd,
+            Some(Cmd::Set {
+                what: SetCmd::SisCache { on: true }
+            })
+        ));
+        assert!(parse(&["set", "sis-cache", "maybe"]).is_err());
         let o = parse(&["set", "policy", "prop"]).unwrap();
         assert!(matches!(
             o.cmd,

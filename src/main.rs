@@ -122,6 +122,10 @@ fn run(opts: Opts) -> Result<()> {
                     small_llc: Some(n),
                     ..Default::default()
                 },
+                SetCmd::SisCache { on } => Change {
+                    sis_cache: Some(on),
+                    ..Default::default()
+                },
             };
             println!("{}", control::send(&change)?);
             Ok(())

@@ -41,6 +41,7 @@ pub struct Settings {
     pub policy: Policy,
     pub shadow: Shadow,
     pub small_llc: u32,
+    pub sis_cache: bool,
     pub interval: Duration,
     pub slice: Duration,
     pub scan_stats: bool,
@@ -187,6 +188,7 @@ impl<'a> Scheduler<'a> {
             policy: s.policy,
             shadow: s.shadow.clone(),
             small_llc: s.small_llc,
+            sis_cache: s.sis_cache,
             switches: 0,
         };
         write_cfg(&mut skel, &status, 1)?;
@@ -384,6 +386,7 @@ impl<'a> Scheduler<'a> {
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
             handback: self.handback,
+            sis_cache: self.status.sis_cache,
             llcs: self.llc_metrics(&llc_scans),
             ops: op_time::OPS
                 .iter()
@@ -546,6 +549,7 @@ fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
         ptr::write_volatile(&mut data.cfg.policy, st.policy.to_bpf());
         ptr::write_volatile(&mut data.cfg.shadows, shadows);
         ptr::write_volatile(&mut data.cfg.small_llc, st.small_llc);
+        ptr::write_volatile(&mut data.cfg.sis_cache, st.sis_cache as u32);
         std::sync::atomic::fence(Ordering::SeqCst);
         ptr::write_volatile(&mut data.cfg.epoch, epoch);
     }

@@ -367,6 +367,7 @@ mod tests {
                                 policy: p,
                                 shadow: Default::default(),
                                 small_llc: 0,
+                                sis_cache: false,
                                 switches: 1,
                             }
                         }));

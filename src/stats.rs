@@ -184,6 +184,8 @@ pub struct Context {
     pub topology: String,
     /// Whether the kernel reports a found CPU taken (the taken counters).
     pub handback: bool,
+    /// Whether SIS_CACHE is on.
+    pub sis_cache: bool,
     pub llcs: Vec<LlcMetrics>,
     /// Each op's calls and run time over the same span as the counters.
     pub ops: Vec<(String, OpTime)>,
@@ -290,6 +292,11 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         wake_busy: out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
         wake_fork: out(bpf_intf::sisu_outcome_SISU_OUT_FORK),
         found_checked: ctx.handback as u64,
+        sis_cache: ctx.sis_cache as u64,
+        cache_kept: s.cache_kept,
+        cache_skipped: s.cache_skipped,
+        cache_fallback: s.cache_fallback,
+        cache_reclaimed: s.cache_reclaimed,
         found_taken: s.taken.iter().sum(),
         found_placed: s.outcome.iter().sum::<u64>() - out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
         scan_taken: s.taken[bpf_intf::sisu_outcome_SISU_OUT_SCAN as usize],
@@ -365,6 +372,7 @@ pub mod tests {
             elapsed_s: 2.0,
             topology: "test".into(),
             handback: true,
+            sis_cache: false,
             llcs: widths
                 .iter()
                 .enumerate()

@@ -27,6 +27,8 @@ pub struct Change {
     pub shadow: Option<Shadow>,
     /// `Some(0)` turns the small-LLC rule off.
     pub small_llc: Option<u32>,
+    /// SIS_CACHE on or off (docs/policies.md).
+    pub sis_cache: Option<bool>,
     /// Restart the counters without changing anything else.
     pub reset: bool,
 }
@@ -37,6 +39,9 @@ pub struct Status {
     pub policy: Policy,
     pub shadow: Shadow,
     pub small_llc: u32,
+    /// Status records from before SIS_CACHE read as off.
+    #[serde(default)]
+    pub sis_cache: bool,
     pub switches: u64,
 }
 
@@ -51,6 +56,9 @@ impl std::fmt::Display for Status {
         match self.small_llc {
             0 => write!(f, ", small-llc off")?,
             n => write!(f, ", small-llc {n}")?,
+        }
+        if self.sis_cache {
+            write!(f, ", sis-cache on")?;
         }
         write!(f, " ({} switch(es) since start)", self.switches)
     }
@@ -69,6 +77,9 @@ impl Change {
         if let Some(n) = self.small_llc {
             args.push(("small_llc".into(), n.to_string()));
         }
+        if let Some(on) = self.sis_cache {
+            args.push(("sis_cache".into(), if on { "on" } else { "off" }.into()));
+        }
         if self.reset {
             args.push(("reset".into(), "1".into()));
         }
@@ -83,6 +94,13 @@ impl Change {
                 "shadow" => c.shadow = Some(v.parse::<Shadow>().map_err(|e| anyhow!(e))?),
                 "small_llc" => {
                     c.small_llc = Some(v.parse().map_err(|_| anyhow!("bad small_llc {v:?}"))?)
+                }
+                "sis_cache" => {
+                    c.sis_cache = Some(match v.as_str() {
+                        "on" => true,
+                        "off" => false,
+                        _ => bail!("bad sis_cache {v:?}: on or off"),
+                    })
                 }
                 "reset" => c.reset = true,
                 _ => bail!("unknown setting {k:?}"),
@@ -105,6 +123,9 @@ impl Change {
         }
         if let Some(n) = self.small_llc {
             next.small_llc = n;
+        }
+        if let Some(on) = self.sis_cache {
+            next.sis_cache = on;
         }
         if next != *cur {
             next.switches += 1;
@@ -143,6 +164,7 @@ mod tests {
             policy: Policy::Util,
             shadow: Shadow::off(),
             small_llc: 0,
+            sis_cache: false,
             switches: 0,
         }
     }
@@ -153,6 +175,7 @@ mod tests {
             policy: Some(Policy::Prop),
             shadow: Some("util,full".parse().unwrap()),
             small_llc: Some(16),
+            sis_cache: Some(true),
             reset: true,
         };
         let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
@@ -174,6 +197,7 @@ mod tests {
         assert!(bad("policy", "fast"));
         assert!(bad("shadow", "nope"));
         assert!(bad("small_llc", "-1"));
+        assert!(bad("sis_cache", "yes"));
         assert!(bad("colour", "red"));
     }
 
@@ -204,5 +228,19 @@ mod tests {
         assert_eq!((next.shadow.to_string(), next.switches), ("util".into(), 1));
         let status = serde_json::to_string(&next).unwrap();
         assert_eq!(serde_json::from_str::<Status>(&status).unwrap(), next);
+
+        // SIS_CACHE switches like the rest, and shows in the status line.
+        let cache = Change {
+            sis_cache: Some(true),
+            ..Default::default()
+        }
+        .apply_to(&cur)
+        .unwrap();
+        assert!(cache.sis_cache && cache.switches == 1);
+        assert!(cache.to_string().contains("sis-cache on"), "{cache}");
+        // A status saved before SIS_CACHE reads as off.
+        let mut old = serde_json::to_value(&cache).unwrap();
+        old.as_object_mut().unwrap().remove("sis_cache");
+        assert!(!serde_json::from_value::<Status>(old).unwrap().sis_cache);
     }
 }

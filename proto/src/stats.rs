@@ -231,6 +231,16 @@ pub struct Metrics {
     pub no_idle: u64,
     #[stat(desc = "Scans: none existed yet one was found (raced with an idle entry)")]
     pub no_idle_found: u64,
+    #[stat(desc = "1 if SIS_CACHE is on, else 0")]
+    pub sis_cache: u64,
+    #[stat(desc = "SIS_CACHE: sleeps that kept their CPU for the sleeper")]
+    pub cache_kept: u64,
+    #[stat(desc = "SIS_CACHE: idle CPUs a scan passed over, kept for another task")]
+    pub cache_skipped: u64,
+    #[stat(desc = "SIS_CACHE: scans that took a kept CPU, every idle one examined being kept")]
+    pub cache_fallback: u64,
+    #[stat(desc = "SIS_CACHE: wakeups placed on the CPU kept for them")]
+    pub cache_reclaimed: u64,
     #[stat(desc = "Idle CPU existed: active and (first) shadow rule both found one")]
     pub shadow_both: u64,
     #[stat(desc = "Idle CPU existed: only the active policy found one")]

@@ -38,6 +38,11 @@ impl Metrics {
             0 => String::new(),
             n => format!(", small-llc {n}"),
         };
+        let small = if self.sis_cache > 0 {
+            format!("{small}, sis-cache")
+        } else {
+            small
+        };
         writeln!(
             w,
             "scx_sisutil: policy {}{shadow}{small} | {} | counting {:.1}s, {} switch(es)",
@@ -69,6 +74,17 @@ impl Metrics {
             self.rcu_readers
         )?;
         writeln!(w, "{}", self.taken_line())?;
+        if self.sis_cache > 0 || self.cache_kept > 0 {
+            writeln!(
+                w,
+                "SIS_CACHE{}: {} sleeps kept their CPU, {} wakeups got it back; scans passed over {} kept CPUs and fell back to one {} times",
+                if self.sis_cache > 0 { "" } else { " (off now)" },
+                self.cache_kept,
+                self.cache_reclaimed,
+                self.cache_skipped,
+                self.cache_fallback
+            )?;
+        }
         write!(
             w,
             "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns, {:.0} ns per CPU examined",

@@ -88,6 +88,7 @@ struct sisu_cfg {
 	u32 policy;		/* enum sisu_policy */
 	u32 shadows;		/* the shadow rules, a bit per enum sisu_policy */
 	u32 small_llc;		/* util: scan whole LLCs of at most this width */
+	u32 sis_cache;		/* SIS_CACHE: scans skip CPUs kept for a short sleeper */
 	u32 epoch;		/* bumped per switch: resets per-policy state */
 };
 
@@ -130,6 +131,8 @@ struct sisu_cpu_ctx {
 	s32 push_pid;		/* the running task to move across nodes (spread()) */
 	u32 push_llc;		/* ... to an idle CPU of this LLC */
 	u64 push_at;		/* ... asked at this time (ns): a mark a tick old is stale */
+	u64 cache_hot_until;	/* SIS_CACHE: kept for cache_hot_pid until then (ns) */
+	s32 cache_hot_pid;	/* ... the short sleeper that last ran here */
 
 	/*
 	 * SIS_PROP state. The idle periods are the CPU's, one history for
@@ -174,6 +177,11 @@ struct sisu_stats {
 	u64 found_sets[SISU_FOUND_SETS];
 	u64 shadow_scan_ns;		/* time the shadows' walks took (they only look) */
 	u64 shadow_examined;		/* CPUs they examined */
+	/* SIS_CACHE (cache.bpf.c's comment says what each counts) */
+	u64 cache_kept;			/* sleeps that kept their CPU for the sleeper */
+	u64 cache_skipped;		/* idle CPUs a scan passed over, being kept */
+	u64 cache_fallback;		/* scans that took a kept CPU, every idle one being kept */
+	u64 cache_reclaimed;		/* wakeups that got the CPU kept for them */
 };
 
 /*

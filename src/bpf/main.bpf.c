@@ -104,6 +104,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 	} else {
 		target = wake_target(p, prev_cpu, wake_flags);
 		select_idle_sibling(p, prev_cpu, target, pol, &pk);
+		cache_woke(p, &pk, st);
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
 	immed = note_placed(p, &pk);
@@ -274,6 +275,8 @@ void BPF_STRUCT_OPS(sisu_stopping, struct task_struct *p, bool runnable)
 	account_busy(c, now);
 	c->running = 0;
 	charge(p, c, now);
+	if (!runnable)
+		cache_keep(p, c, now);
 }
 
 /* A higher class took the CPU: its queue must not wait for it. */

@@ -195,6 +195,8 @@ struct scan {
 	bool claim;	/* the active scan claims what it finds; a shadow only looks */
 	s32 found;	/* the idle CPU, or -1 */
 	u32 examined;	/* CPUs whose idle state was looked at */
+	u32 skipped;	/* SIS_CACHE: idle CPUs passed over, kept for others */
+	bool fell_back;	/* ... and the one taken was kept, all idle ones being */
 };
 
 /*
@@ -209,11 +211,12 @@ struct scan {
  */
 __noinline void scan_llc(struct task_struct *p __arg_trusted, struct scan *sc)
 {
-	u32 llc, width, budget, examined = 0, start, i;
+	u32 llc, width, budget, examined = 0, skipped = 0, start, i;
 	const struct cpumask *idle;
 	struct sisu_llc_ctx *lc;
-	bool idle_core, claim;
-	s32 fallback = -1;
+	bool idle_core, claim, cache;
+	s32 fallback = -1, kept = -1;
+	u64 now = 0;
 
 	if (!sc)
 		return;
@@ -229,8 +232,16 @@ __noinline void scan_llc(struct task_struct *p __arg_trusted, struct scan *sc)
 	 */
 	__sink(examined);
 	__sink(fallback);
+	__sink(skipped);
+	__sink(kept);
 	sc->found = -1;
 	sc->examined = 0;
+	sc->skipped = 0;
+	sc->fell_back = false;
+	/* SIS_CACHE passes over kept CPUs in the active CPU-by-CPU scan. */
+	cache = claim && !idle_core && cfg.sis_cache;
+	if (cache)
+		now = bpf_ktime_get_ns();
 	if (!width)
 		return;
 	start = pos_of(sc->target) + 1;
@@ -256,16 +267,28 @@ __noinline void scan_llc(struct task_struct *p __arg_trusted, struct scan *sc)
 			continue;
 		}
 		if (examined >= budget)
-			goto out;
+			break;
 		examined++;
+		if (cache && bpf_cpumask_test_cpu(cpu, idle) && cache_kept_from(p, cpu, now)) {
+			if (kept < 0)
+				kept = cpu;
+			skipped++;
+			continue;
+		}
 		if (probe(cpu, claim, idle)) {
 			sc->found = cpu;
 			goto out;
 		}
 	}
 
-	if (!idle_core)
+	if (!idle_core) {
+		/* Every idle CPU examined was kept: the first of them. */
+		if (kept >= 0 && probe(kept, claim, idle)) {
+			sc->found = kept;
+			sc->fell_back = true;
+		}
 		goto out;
+	}
 	/* No idle core after all: drop the hint, take the first idle thread. */
 	lc = llc_ctx(llc);
 	if (claim && lc && lc->has_idle_cores)
@@ -275,6 +298,7 @@ __noinline void scan_llc(struct task_struct *p __arg_trusted, struct scan *sc)
 out:
 	scx_bpf_put_idle_cpumask(idle);
 	sc->examined = examined;
+	sc->skipped = skipped;
 }
 
 /*
@@ -571,6 +595,9 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 		st->core_scans++;
 	hist_add(st->examined, sc.examined);
 	hist_add(st->limit, d.limit);
+	st->cache_skipped += sc.skipped;
+	if (sc.fell_back)
+		st->cache_fallback++;
 	matrix_add(st->found, existed, sc.found >= 0);
 	count_llc_scan(llc, existed, sc.found >= 0);
 	if (v.rules)
@@ -835,6 +862,7 @@ __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 			pick_idle(&pk, cpu, SISU_OUT_BUSY);
 	} else {
 		select_idle_sibling(p, cpu, cpu, pol, &pk);
+		cache_woke(p, &pk, st);
 	}
 	count_wakeup(st, cpu, cpu, &pk, true);
 	immed = note_placed(p, &pk);

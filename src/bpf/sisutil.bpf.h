@@ -12,6 +12,8 @@
  *			balancing (sched_balance_newidle(), sched_balance_rq())
  *	vtime.bpf.c	who runs next on a CPU: virtual time (update_curr(),
  *			place_entity()), and the rescues sched_ext needs
+ *	sis_cache.bpf.c	SIS_CACHE: CPUs kept for short sleepers, which the
+ *			scan passes over
  */
 #ifndef __SISUTIL_BPF_H
 #define __SISUTIL_BPF_H
@@ -146,6 +148,8 @@ struct task_ctx {
 	s32 frame;	/* the CPU whose clock the task's virtual time counts on */
 	u64 queued_at;	/* when it was last put in a queue (ns) */
 	u32 placed;	/* outcome + 1 of its placement on a CPU found idle, 0 if none */
+	u64 slept_at;	/* SIS_CACHE: when it last went to sleep (ns), 0 if awake */
+	u64 sleep_avg;	/* ... its average short sleep (ns) */
 };
 
 struct task_ctx_map {
@@ -470,6 +474,11 @@ __noinline bool balance(s32 cpu, s32 own);
 __noinline s32 spread(s32 cpu);
 __hidden bool push_marked(const struct task_struct *p, s32 cpu);
 __hidden bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags);
+
+/* sis_cache.bpf.c */
+__hidden void cache_keep(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now);
+__hidden bool cache_kept_from(const struct task_struct *p, s32 cpu, u64 now);
+__hidden void cache_woke(struct task_struct *p, const struct pick *pk, struct sisu_stats *st);
 
 /* vtime.bpf.c */
 __hidden u64 rebase(struct task_struct *p, s32 cpu);

@@ -26,8 +26,14 @@ pub enum ArmKind {
     Eevdf,
     /// The same with the kernel's SIS_UTIL feature off.
     EevdfNoSisUtil,
-    /// This scheduler with a policy.
-    Scx { policy: Policy, small_llc: u32 },
+    /// This scheduler with a policy (and SIS_CACHE, for a `+cache` arm;
+    /// arms saved before it read as without).
+    Scx {
+        policy: Policy,
+        small_llc: u32,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        sis_cache: bool,
+    },
     /// Another sched_ext scheduler, started with a shell command.
     External { command: String },
 }
@@ -41,8 +47,18 @@ pub struct Arm {
 
 impl Arm {
     /// A built-in arm: eevdf, eevdf-nosisutil, a policy name, or
-    /// util-small[=N] (the review's small-LLC rule, N defaults to 16).
+    /// util-small[=N] (the review's small-LLC rule, N defaults to 16); a
+    /// policy arm ending in `+cache` runs with SIS_CACHE.
     pub fn parse(s: &str) -> Result<Arm> {
+        if let Some(base) = s.strip_suffix("+cache") {
+            let mut arm = Arm::parse(base)?;
+            match &mut arm.kind {
+                ArmKind::Scx { sis_cache, .. } => *sis_cache = true,
+                _ => bail!("arm {s}: +cache needs one of this scheduler's policies"),
+            }
+            arm.name = s.to_string();
+            return Ok(arm);
+        }
         let kind = match s {
             "eevdf" => ArmKind::Eevdf,
             "eevdf-nosisutil" => ArmKind::EevdfNoSisUtil,
@@ -60,18 +76,20 @@ impl Arm {
                     ArmKind::Scx {
                         policy: Policy::Util,
                         small_llc: small,
+                        sis_cache: false,
                     }
                 } else if !n.is_empty() {
                     bail!("arm {s}: only util-small takes a value");
                 } else {
                     let policy = s.parse::<Policy>().map_err(|_| {
                         anyhow!(
-                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, util, prop, full, none, builtin, util-small[=N])"
+                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, util, prop, full, none, builtin, util-small[=N], any of these but eevdf with +cache)"
                         )
                     })?;
                     ArmKind::Scx {
                         policy,
                         small_llc: 0,
+                        sis_cache: false,
                     }
                 }
             }
@@ -227,13 +245,18 @@ impl Machine {
                 self.stop_sched()?;
                 self.set_sis_util(false)?;
             }
-            ArmKind::Scx { policy, small_llc } => {
+            ArmKind::Scx {
+                policy,
+                small_llc,
+                sis_cache,
+            } => {
                 self.stop_external()?;
                 self.restore_sis_util()?;
                 self.start_sched()?;
                 control::send(&Change {
                     policy: Some(*policy),
                     small_llc: Some(*small_llc),
+                    sis_cache: Some(*sis_cache),
                     ..Default::default()
                 })
                 .with_context(|| format!("cannot switch to {}", arm.name))?;
@@ -436,23 +459,39 @@ mod tests {
             Arm::parse("prop").unwrap().kind,
             ArmKind::Scx {
                 policy: Policy::Prop,
-                small_llc: 0
+                small_llc: 0,
+                sis_cache: false
             }
         );
         assert_eq!(
             Arm::parse("util-small").unwrap().kind,
             ArmKind::Scx {
                 policy: Policy::Util,
-                small_llc: 16
+                small_llc: 16,
+                sis_cache: false
             }
         );
         assert_eq!(
             Arm::parse("util-small=8").unwrap().kind,
             ArmKind::Scx {
                 policy: Policy::Util,
-                small_llc: 8
+                small_llc: 8,
+                sis_cache: false
             }
         );
+        assert_eq!(
+            Arm::parse("prop+cache").unwrap().kind,
+            ArmKind::Scx {
+                policy: Policy::Prop,
+                small_llc: 0,
+                sis_cache: true
+            }
+        );
+        assert_eq!(
+            Arm::parse("util-small=8+cache").unwrap().name,
+            "util-small=8+cache"
+        );
+        assert!(Arm::parse("eevdf+cache").is_err());
         assert!(Arm::parse("util-small=0").is_err());
         assert!(Arm::parse("prop=3").is_err());
         assert!(Arm::parse("fast").is_err());
@@ -485,5 +524,9 @@ mod tests {
             r#"{"name":"util-small=8","kind":"scx","policy":"util","small_llc":8}"#
         );
         assert_eq!(serde_json::from_str::<Arm>(&j).unwrap(), a);
+        let c = Arm::parse("util+cache").unwrap();
+        let j = serde_json::to_string(&c).unwrap();
+        assert!(j.contains(r#""sis_cache":true"#), "{j}");
+        assert_eq!(serde_json::from_str::<Arm>(&j).unwrap(), c);
     }
 }

@@ -27,7 +27,8 @@ pub enum Preset {
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchOpts {
     /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, util,
-    /// prop, full, none, builtin, util-small[=N]
+    /// prop, full, none, builtin, util-small[=N]; a policy arm with
+    /// +cache (util+cache) runs with SIS_CACHE
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
     /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)
