@@ -39,16 +39,25 @@ fn main() {
         .add_source("src/bpf/migration.bpf.c")
         .add_source("src/bpf/vtime.bpf.c")
         .add_source("src/bpf/sis_cache.bpf.c")
+        .add_source("src/bpf/sis_current.bpf.c")
         .compile_link_gen()
         .unwrap();
 
-    // SIS_PROP's arithmetic, compiled for the host as well so that the unit
-    // tests exercise the same code as the BPF side.
-    println!("cargo:rerun-if-changed=src/bpf/sis_prop_host.c");
-    println!("cargo:rerun-if-changed=src/bpf/sis_prop.h");
+    // The rules' pure arithmetic (SIS_PROP's, SIS_CURRENT's decision, the
+    // wait histogram's slots), compiled for the host as well so that the
+    // unit tests exercise the same code as the BPF side.
+    for f in [
+        "host.c",
+        "sis_prop.h",
+        "sis_current.h",
+        "wait_hist.h",
+        "intf.h",
+    ] {
+        println!("cargo:rerun-if-changed=src/bpf/{f}");
+    }
     cc::Build::new()
-        .file("src/bpf/sis_prop_host.c")
+        .file("src/bpf/host.c")
         .warnings(true)
         .extra_warnings(true)
-        .compile("sis_prop_host");
+        .compile("sisu_host");
 }

@@ -39,7 +39,8 @@ pub struct RunOpts {
     /// Judge these rules beside the active policy at every scan, on the
     /// same wakeups, each with its own state, without acting on them: a
     /// comma-separated list of util, prop, full, none, or "all" (fills the
-    /// review's "able to find" matrix for every pair)
+    /// review's "able to find" matrix for every pair; auto and builtin
+    /// cannot be judged in the shadow)
     #[arg(long, value_name = "RULES", default_value = "off",
           value_parser = |s: &str| s.parse::<Shadow>())]
     pub shadow: Shadow,
@@ -55,6 +56,20 @@ pub struct RunOpts {
     /// policy; builtin's scan is the kernel's, which it leaves alone)
     #[arg(long)]
     pub sis_cache: bool,
+
+    /// SIS_CURRENT: when the LLC is busy, a short wakee of a short waker
+    /// that only they wake each other goes to the waker's CPU instead of a
+    /// scan (with every policy but builtin)
+    #[arg(long)]
+    pub sis_current: bool,
+
+    /// The bound of SIS_CACHE's short sleep and SIS_CURRENT's short run,
+    /// in microseconds; default: the kernel's sysctl_sched_migration_cost
+    /// (500 us unless tuned). Under emulation, where every run takes ten
+    /// times longer, a study raises it as it would that sysctl
+    #[arg(long, value_name = "US",
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub migration_cost_us: Option<u64>,
 
     /// How often utilisation is folded and nr_idle_scan published, in ms.
     /// The default is in the order of the kernel's LLC balance interval
@@ -160,6 +175,11 @@ pub enum SetCmd {
         #[arg(value_parser = parse_on_off, action = clap::ArgAction::Set)]
         on: bool,
     },
+    /// SIS_CURRENT, "on" or "off"
+    SisCurrent {
+        #[arg(value_parser = parse_on_off, action = clap::ArgAction::Set)]
+        on: bool,
+    },
 }
 
 fn parse_on_off(s: &str) -> Result<bool, String> {
@@ -198,6 +218,7 @@ impl RunOpts {
             shadow: Some(self.shadow.clone()),
             small_llc: Some(self.small_llc),
             sis_cache: Some(self.sis_cache),
+            sis_current: Some(self.sis_current),
             reset: false,
         };
         let defaults = Status {
@@ -205,6 +226,7 @@ impl RunOpts {
             shadow: Shadow::off(),
             small_llc: 0,
             sis_cache: false,
+            sis_current: false,
             switches: 0,
         };
         start
@@ -218,6 +240,8 @@ impl RunOpts {
             shadow: self.shadow.clone(),
             small_llc: self.small_llc,
             sis_cache: self.sis_cache,
+            sis_current: self.sis_current,
+            migration_cost: self.migration_cost_us.map(Duration::from_micros),
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
             scan_stats: !self.no_scan_stats,
@@ -256,12 +280,14 @@ mod tests {
             &["--interval-ms", "99999999"],
             &["--interval-ms", "-5"],
             &["--small-llc", "5000"],
+            &["--migration-cost-us", "0"],
             &["--slice-us", "1"],
             &["--stats", "0"],
             &["--monitor", "nan"],
             &["--stats", "-1"],
             &["set", "policy", "fast"],
             &["set", "shadow", "builtin"],
+            &["set", "shadow", "auto"],
             &["set", "small-llc", "lots"],
             &["set", "policy"],
         ] {
@@ -315,6 +341,21 @@ mod tests {
             })
         ));
         assert!(parse(&["set", "sis-cache", "maybe"]).is_err());
+        let o = parse(&["set", "sis-current", "off"]).unwrap();
+        assert!(matches!(
+            o.cmd,
+            Some(Cmd::Set {
+                what: SetCmd::SisCurrent { on: false }
+            })
+        ));
+        assert!(
+            parse(&["--sis-current"])
+                .unwrap()
+                .run
+                .settings()
+                .unwrap()
+                .sis_current
+        );
         let o = parse(&["set", "policy", "prop"]).unwrap();
         assert!(matches!(
             o.cmd,

@@ -3,6 +3,7 @@
 //! policies' names, the topology, the statistics' schema, the socket's
 //! client) is sisutil_proto's.
 
+mod auto;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
@@ -124,6 +125,10 @@ fn run(opts: Opts) -> Result<()> {
                 },
                 SetCmd::SisCache { on } => Change {
                     sis_cache: Some(on),
+                    ..Default::default()
+                },
+                SetCmd::SisCurrent { on } => Change {
+                    sis_current: Some(on),
                     ..Default::default()
                 },
             };

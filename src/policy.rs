@@ -285,3 +285,103 @@ mod sis_prop_tests {
         assert_eq!(share(150, 0, 4), 0);
     }
 }
+
+#[cfg(test)]
+mod sis_current_tests {
+    //! SIS_CURRENT's decision, from the very header BPF runs (host.c).
+
+    extern "C" {
+        fn sisu_current_ok(
+            target_is_waker_cpu: bool,
+            nr_running: u32,
+            waker_dur: u64,
+            wakee_dur: u64,
+            limit: u64,
+            pair: bool,
+            busy: bool,
+        ) -> bool;
+        fn sisu_current_pair(
+            waker: i32,
+            wakee: i32,
+            waker_last: i32,
+            wakee_last: i32,
+            waker_flips: u32,
+            wakee_flips: u32,
+        ) -> bool;
+        fn sisu_current_busy(nr_idle_scan: u32, width: u32, idle_core: bool) -> bool;
+    }
+
+    /// sysctl_sched_migration_cost's default.
+    const LIMIT: u64 = 500_000;
+
+    // SAFETY (all three): pure functions of their integer arguments.
+    fn ok(here: bool, nr: u32, waker: u64, wakee: u64, pair: bool, busy: bool) -> bool {
+        unsafe { sisu_current_ok(here, nr, waker, wakee, LIMIT, pair, busy) }
+    }
+
+    fn pair(a: i32, b: i32, a_last: i32, b_last: i32, fa: u32, fb: u32) -> bool {
+        unsafe { sisu_current_pair(a, b, a_last, b_last, fa, fb) }
+    }
+
+    fn busy(nr: u32, width: u32, idle_core: bool) -> bool {
+        unsafe { sisu_current_busy(nr, width, idle_core) }
+    }
+
+    #[test]
+    fn short_is_under_the_migration_cost_and_measured() {
+        assert!(ok(true, 1, 100_000, 499_999, true, true));
+        assert!(
+            !ok(true, 1, 100_000, 500_000, true, true),
+            "500 us is not short"
+        );
+        assert!(!ok(true, 1, 0, 100_000, true, true), "never seen to sleep");
+        assert!(!ok(true, 1, 600_000, 100_000, true, true), "a long waker");
+        // The bound is the kernel's tunable: raised, longer tasks are short.
+        assert!(unsafe { sisu_current_ok(true, 1, 600_000, 900_000, 1_000_000, true, true) });
+    }
+
+    #[test]
+    fn only_the_wakers_own_cpu_running_only_the_waker() {
+        assert!(!ok(false, 1, 1_000, 1_000, true, true), "target elsewhere");
+        assert!(
+            !ok(true, 2, 1_000, 1_000, true, true),
+            "a task queued behind the waker"
+        );
+        assert!(ok(true, 0, 1_000, 1_000, true, true));
+        assert!(!ok(true, 1, 1_000, 1_000, false, true), "not a pair");
+        assert!(!ok(true, 1, 1_000, 1_000, true, false), "not busy");
+    }
+
+    #[test]
+    fn a_pair_wakes_only_each_other() {
+        assert!(pair(10, 20, 20, 10, 0, 0));
+        assert!(!pair(10, 20, 20, 30, 0, 0), "the wakee last woke another");
+        assert!(!pair(10, 20, 30, 10, 0, 0), "the waker last woke another");
+        assert!(
+            !pair(10, 20, 20, 10, 1, 0),
+            "the waker switched partners lately"
+        );
+        assert!(!pair(10, 20, 20, 10, 0, 2), "so did the wakee");
+    }
+
+    #[test]
+    fn busy_is_sis_utils_depth_under_60_percent_without_an_idle_core() {
+        // 8 CPUs: 60 % is 4.8; a depth of 4 is under it, 5 is not.
+        assert!(busy(4, 8, false));
+        assert!(!busy(5, 8, false));
+        assert!(!busy(0, 8, true), "an idle core is known");
+        assert!(busy(0, 8, false));
+        // SIS_UTIL's table (policies.md): at 50 % an 8-CPU LLC scans 5,
+        // at 60 % 4: the gate opens between the two.
+        assert!(!busy(
+            crate::policy::nr_idle_scan(8 * 1024 / 2, 8) as u32,
+            8,
+            false
+        ));
+        assert!(busy(
+            crate::policy::nr_idle_scan(8 * 1024 * 6 / 10, 8) as u32,
+            8,
+            false
+        ));
+    }
+}

@@ -18,13 +18,14 @@ use log::{info, warn};
 use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use scx_utils::{Topology, UserExitInfo};
 
+use crate::auto::Auto;
 use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::Status;
 use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy, Shadow};
 use crate::server::{Job, Server};
-use crate::stats::{self, Counters, LlcMetrics, LlcScans, Metrics, RuleCounters};
+use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
 use crate::sysfs;
 use crate::topology::{self, Layout, Span};
 use crate::utilisation::{self, Tracker};
@@ -42,6 +43,9 @@ pub struct Settings {
     pub shadow: Shadow,
     pub small_llc: u32,
     pub sis_cache: bool,
+    pub sis_current: bool,
+    /// SIS_CACHE's and SIS_CURRENT's short, if not the kernel's.
+    pub migration_cost: Option<Duration>,
     pub interval: Duration,
     pub slice: Duration,
     pub scan_stats: bool,
@@ -123,7 +127,7 @@ pub struct Scheduler<'a> {
     /// BPF run time of every op then.
     baseline_rt: Vec<OpTime>,
     /// Every LLC's scan outcomes then.
-    baseline_llc: Vec<LlcScans>,
+    baseline_llc: Vec<LlcCounters>,
     /// Every shadow rule's verdicts then.
     baseline_rules: Vec<RuleCounters>,
     _bpf_stats: Option<op_time::Enabled>,
@@ -134,6 +138,8 @@ pub struct Scheduler<'a> {
     counting_since: Instant,
     interval: Duration,
     server: Server,
+    /// The adaptive rule's state, while it is the policy.
+    auto: Auto,
 }
 
 impl<'a> Scheduler<'a> {
@@ -189,6 +195,7 @@ impl<'a> Scheduler<'a> {
             shadow: s.shadow.clone(),
             small_llc: s.small_llc,
             sis_cache: s.sis_cache,
+            sis_current: s.sis_current,
             switches: 0,
         };
         write_cfg(&mut skel, &status, 1)?;
@@ -215,6 +222,7 @@ impl<'a> Scheduler<'a> {
             counting_since: Instant::now(),
             interval: s.interval,
             server,
+            auto: Auto::default(),
         };
         sched.restart_counting()?;
         Ok(sched)
@@ -234,6 +242,7 @@ impl<'a> Scheduler<'a> {
             let now = Instant::now();
             if now >= next {
                 self.publish_depths();
+                self.choose_rules();
                 next += self.interval;
                 if next < now {
                     next = now + self.interval;
@@ -306,11 +315,39 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// The adaptive rule, while it is the policy: every LLC's choice from
+    /// what the interval measured (auto.rs), published to BPF.
+    fn choose_rules(&mut self) {
+        if self.status.policy != Policy::Auto {
+            return;
+        }
+        let counters = match self.llc_scans() {
+            Ok(c) => c,
+            Err(e) => {
+                warn!("auto: cannot read the per-LLC counters: {e:#}");
+                return;
+            }
+        };
+        let rules = self.auto.update(counters);
+        let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
+            return;
+        };
+        for (i, rule) in rules.into_iter().enumerate() {
+            // SAFETY: an aligned u32 store into the mmapped record BPF reads.
+            unsafe { ptr::write_volatile(&mut bss.llcs[i].auto_rule, rule) };
+        }
+    }
+
     /// Applies a run-time change; the BPF side sees it at its next wakeup.
     fn apply(&mut self, change: &crate::control::Change) -> Result<Status, String> {
         let next = change.apply_to(&self.status)?;
         if next != self.status {
-            // A new epoch restarts SIS_PROP's per-CPU state.
+            // A new epoch restarts SIS_PROP's per-CPU state, and the
+            // adaptive rule starts over from util.
+            if next.policy != self.status.policy {
+                self.auto.reset();
+                self.reset_auto_rules();
+            }
             let epoch = next.switches as u32 + 1;
             write_cfg(&mut self.skel, &next, epoch).map_err(|e| format!("{e:#}"))?;
             info!("switched: {} -> {next}", self.status);
@@ -320,6 +357,16 @@ impl<'a> Scheduler<'a> {
         }
         self.status = next;
         Ok(self.status.clone())
+    }
+
+    fn reset_auto_rules(&mut self) {
+        let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
+            return;
+        };
+        for i in 0..self.layout.llcs.len() {
+            // SAFETY: as in choose_rules().
+            unsafe { ptr::write_volatile(&mut bss.llcs[i].auto_rule, Policy::Util.to_bpf()) };
+        }
     }
 
     fn counters(&self, policy: Policy) -> Result<Counters> {
@@ -338,11 +385,11 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Every LLC's scan outcomes, summed over the CPUs that counted them.
-    fn llc_scans(&self) -> Result<Vec<LlcScans>> {
+    fn llc_scans(&self) -> Result<Vec<LlcCounters>> {
         (0..self.layout.llcs.len() as u32)
             .map(|i| {
                 let per_cpu = per_cpu(&self.skel.maps.llc_scans, i, "the per-LLC scan map")?;
-                LlcScans::sum_cpus(&per_cpu)
+                LlcCounters::sum_cpus(&per_cpu)
             })
             .collect()
     }
@@ -387,6 +434,7 @@ impl<'a> Scheduler<'a> {
             topology: self.layout.describe(),
             handback: self.handback,
             sis_cache: self.status.sis_cache,
+            sis_current: self.status.sis_current,
             llcs: self.llc_metrics(&llc_scans),
             ops: op_time::OPS
                 .iter()
@@ -398,7 +446,7 @@ impl<'a> Scheduler<'a> {
         Ok(stats::metrics(&counters, &rules, ctx))
     }
 
-    fn llc_metrics(&self, scans: &[LlcScans]) -> Vec<LlcMetrics> {
+    fn llc_metrics(&self, scans: &[LlcCounters]) -> Vec<LlcMetrics> {
         let Some(bss) = self.skel.maps.bss_data.as_deref() else {
             return Vec::new();
         };
@@ -407,11 +455,17 @@ impl<'a> Scheduler<'a> {
             .iter()
             .enumerate()
             .map(|(i, llc)| {
-                let seen = scans
+                let seen = match (scans.get(i), self.baseline_llc.get(i)) {
+                    (Some(now), Some(base)) => now.since(base),
+                    (Some(now), None) => now.clone(),
+                    _ => LlcCounters::default(),
+                }
+                .view();
+                let auto = self
+                    .auto
+                    .llcs
                     .get(i)
-                    .copied()
-                    .unwrap_or_default()
-                    .since(self.baseline_llc.get(i));
+                    .filter(|_| self.status.policy == Policy::Auto);
                 let width = llc.cpus.len() as u64;
                 let rec = &bss.llcs[i];
                 let mean = |f: fn(&crate::bpf_skel::types::sisu_cpu_ctx) -> u64| {
@@ -434,7 +488,17 @@ impl<'a> Scheduler<'a> {
                     scanned: seen.scans,
                     found: seen.found[1][1],
                     missed: seen.found[1][0],
-                    found_pct: seen.found_pct(),
+                    found_pct: stats::llc_found_pct(&seen),
+                    missed_wait_us: stats::ratio(seen.missed_wait_ns, seen.missed_waits) / 1000.0,
+                    found_wait_us: stats::ratio(seen.found_wait_ns, seen.found_waits) / 1000.0,
+                    auto_rule: auto.map(|a| a.rule.to_string()).unwrap_or_default(),
+                    auto_switches: auto.map_or(0, |a| a.switches),
+                    auto_saved_us: auto.and_then(|a| a.sums.saved_ns()).unwrap_or(0.0) / 1000.0,
+                    auto_cpu_ns: auto.and_then(|a| a.sums.cpu_ns()).unwrap_or(0.0),
+                    auto_gain_ns: auto
+                        .and_then(|a| a.sums.gains())
+                        .map(|g| g.to_vec())
+                        .unwrap_or_default(),
                 }
             })
             .collect()
@@ -454,6 +518,30 @@ fn per_cpu(map: &impl MapCore, key: u32, what: &str) -> Result<Vec<Vec<u8>>> {
         .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
         .with_context(|| format!("cannot read {what}"))?
         .unwrap_or_default())
+}
+
+/// The kernel's sysctl_sched_migration_cost (debugfs since 5.13, procfs
+/// before), which SIS_CACHE and SIS_CURRENT take as the bound of a short
+/// sleep or run; its default where neither can be read.
+fn migration_cost_ns() -> u64 {
+    const DEFAULT: u64 = 500_000;
+    for path in [
+        "/sys/kernel/debug/sched/migration_cost_ns",
+        "/proc/sys/kernel/sched_migration_cost_ns",
+    ] {
+        if let Some(ns) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+        {
+            if ns != DEFAULT {
+                info!(
+                    "the kernel's migration cost is {ns} ns (SIS_CACHE's and SIS_CURRENT's short)"
+                );
+            }
+            return ns;
+        }
+    }
+    DEFAULT
 }
 
 /// Hands BPF the topology and the load-time settings.
@@ -476,6 +564,13 @@ fn publish_topology(
         .context("cannot size the per-LLC scan map")?;
     rodata.smt_on = l.smt;
     rodata.slice_ns = s.slice.as_nanos() as u64;
+    rodata.migration_cost_ns = match s.migration_cost {
+        Some(d) => {
+            info!("SIS_CACHE's and SIS_CURRENT's short: {d:?} (--migration-cost-us)");
+            d.as_nanos() as u64
+        }
+        None => migration_cost_ns(),
+    };
     rodata.stats_on = s.scan_stats;
     rodata.wake_affine_on = s.wake_affine;
     for (i, &cpu) in flat.iter().enumerate() {
@@ -550,6 +645,7 @@ fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
         ptr::write_volatile(&mut data.cfg.shadows, shadows);
         ptr::write_volatile(&mut data.cfg.small_llc, st.small_llc);
         ptr::write_volatile(&mut data.cfg.sis_cache, st.sis_cache as u32);
+        ptr::write_volatile(&mut data.cfg.sis_current, st.sis_current as u32);
         std::sync::atomic::fence(Ordering::SeqCst);
         ptr::write_volatile(&mut data.cfg.epoch, epoch);
     }

@@ -368,6 +368,7 @@ mod tests {
                                 shadow: Default::default(),
                                 small_llc: 0,
                                 sis_cache: false,
+                                sis_current: false,
                                 switches: 1,
                             }
                         }));

@@ -22,9 +22,10 @@ const SLOTS: usize = bpf_intf::SISU_HIST_SLOTS as usize;
 /// which all-zero is a valid value.
 pub unsafe trait WordRecord: Copy {}
 
-// SAFETY: both are u64 counters and arrays of them (intf.h).
+// SAFETY: all three are u64 counters and arrays of them (intf.h).
 unsafe impl WordRecord for bpf_intf::sisu_stats {}
 unsafe impl WordRecord for bpf_intf::sisu_rule_stats {}
+unsafe impl WordRecord for bpf_intf::sisu_llc_scans {}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Words<T: WordRecord>(Vec<u64>, PhantomData<T>);
@@ -33,6 +34,8 @@ pub struct Words<T: WordRecord>(Vec<u64>, PhantomData<T>);
 pub type Counters = Words<bpf_intf::sisu_stats>;
 /// One shadow rule's verdicts (`struct sisu_rule_stats`).
 pub type RuleCounters = Words<bpf_intf::sisu_rule_stats>;
+/// What the scans of one LLC found and cost (`struct sisu_llc_scans`).
+pub type LlcCounters = Words<bpf_intf::sisu_llc_scans>;
 
 impl<T: WordRecord> Default for Words<T> {
     fn default() -> Self {
@@ -108,62 +111,10 @@ impl<T: WordRecord> Words<T> {
     }
 }
 
-/// One LLC's `struct sisu_llc_scans`, summed over CPUs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LlcScans {
-    pub scans: u64,
-    pub found: [[u64; 2]; 2],
-}
-
-impl LlcScans {
-    pub fn sum_cpus(per_cpu: &[Vec<u8>]) -> Result<Self> {
-        let mut t = Self::default();
-        for raw in per_cpu {
-            let words = std::mem::size_of::<bpf_intf::sisu_llc_scans>() / 8;
-            if raw.len() < words * 8 {
-                bail!(
-                    "per-LLC scan record of {} bytes, expected {}",
-                    raw.len(),
-                    words * 8
-                );
-            }
-            let w: Vec<u64> = raw
-                .chunks_exact(8)
-                .take(words)
-                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or_default()))
-                .collect();
-            t.scans += w[0];
-            t.found[0][0] += w[1];
-            t.found[0][1] += w[2];
-            t.found[1][0] += w[3];
-            t.found[1][1] += w[4];
-        }
-        Ok(t)
-    }
-
-    /// What was counted since `base` (none: since the start).
-    pub fn since(&self, base: Option<&LlcScans>) -> LlcScans {
-        let b = base.copied().unwrap_or_default();
-        let d = |a: u64, b: u64| a.saturating_sub(b);
-        LlcScans {
-            scans: d(self.scans, b.scans),
-            found: [
-                [
-                    d(self.found[0][0], b.found[0][0]),
-                    d(self.found[0][1], b.found[0][1]),
-                ],
-                [
-                    d(self.found[1][0], b.found[1][0]),
-                    d(self.found[1][1], b.found[1][1]),
-                ],
-            ],
-        }
-    }
-
-    /// Of the scans that had an idle CPU to find, the share that found one, in %.
-    pub fn found_pct(&self) -> f64 {
-        100.0 * ratio(self.found[1][1], self.found[1][1] + self.found[1][0])
-    }
+/// Of an LLC's scans that had an idle CPU to find, the share that found
+/// one, in %.
+pub fn llc_found_pct(l: &bpf_intf::sisu_llc_scans) -> f64 {
+    100.0 * ratio(l.found[1][1], l.found[1][1] + l.found[1][0])
 }
 
 /// Folds a histogram into `top + 1` slots, the last holding `top` and more.
@@ -186,6 +137,8 @@ pub struct Context {
     pub handback: bool,
     /// Whether SIS_CACHE is on.
     pub sis_cache: bool,
+    /// Whether SIS_CURRENT is on.
+    pub sis_current: bool,
     pub llcs: Vec<LlcMetrics>,
     /// Each op's calls and run time over the same span as the counters.
     pub ops: Vec<(String, OpTime)>,
@@ -248,6 +201,19 @@ fn pairs(sets: &[u64], rules: &[Policy]) -> BTreeMap<String, PairMetrics> {
     out
 }
 
+/// The waits by kind (enum sisu_wait), those never timed left out.
+fn waits(s: &bpf_intf::sisu_stats) -> BTreeMap<String, WaitMetrics> {
+    WAIT_KINDS
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| s.waits[*k] > 0)
+        .map(|(k, name)| {
+            let m = WaitMetrics::of(s.waits[k], s.wait_ns[k], &s.wait_hist[k]);
+            (name.to_string(), m)
+        })
+        .collect()
+}
+
 /// The record of @c and the shadow rules' @rules, with what the scheduler
 /// knows besides.
 pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> Metrics {
@@ -297,6 +263,12 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         cache_skipped: s.cache_skipped,
         cache_fallback: s.cache_fallback,
         cache_reclaimed: s.cache_reclaimed,
+        sis_current: ctx.sis_current as u64,
+        current_cut: s.current_cut,
+        current_idle_left: s.current_idle_left,
+        auto_util_scans: s.auto_scans[Policy::Util.to_bpf() as usize],
+        auto_prop_scans: s.auto_scans[Policy::Prop.to_bpf() as usize],
+        auto_full_scans: s.auto_scans[Policy::Full.to_bpf() as usize],
         found_taken: s.taken.iter().sum(),
         found_placed: s.outcome.iter().sum::<u64>() - out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
         scan_taken: s.taken[bpf_intf::sisu_outcome_SISU_OUT_SCAN as usize],
@@ -330,6 +302,7 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         depths: BTreeMap::new(),
         rules,
         pairs,
+        waits: waits(&s),
         llcs: ctx.llcs.into_iter().map(|l| (l.index as u32, l)).collect(),
         ops: ctx
             .ops
@@ -373,6 +346,7 @@ pub mod tests {
             topology: "test".into(),
             handback: true,
             sis_cache: false,
+            sis_current: false,
             llcs: widths
                 .iter()
                 .enumerate()
@@ -394,7 +368,7 @@ pub mod tests {
         let a = record(|s| {
             s.wakeups = 10;
             s.examined[3] = 2;
-            s.found_sets[33] = 4;
+            s.found_sets[65] = 4;
         });
         let b = record(|s| {
             s.wakeups = 5;
@@ -406,12 +380,12 @@ pub mod tests {
         assert_eq!(v.wakeups, 15);
         assert_eq!(v.examined[3], 3);
         assert_eq!(v.limit[128], 7);
-        assert_eq!(v.found_sets[33], 4);
+        assert_eq!(v.found_sets[65], 4);
 
         let base = Counters::sum_cpus(&[a]).unwrap();
         let d = total.since(&base).view();
         assert_eq!(d.wakeups, 5);
-        assert_eq!(d.found_sets[33], 0);
+        assert_eq!(d.found_sets[65], 0);
         assert_eq!(d.limit[128], 7);
         assert!(Counters::sum_cpus(&[vec![0u8; 16]]).is_err());
     }
@@ -436,11 +410,11 @@ pub mod tests {
             s.scans = 50;
             s.scan_ns = 5000;
             s.found = [[5, 1], [10, 34]];
-            // Active is bit 5, prop bit 1: [active][prop] = [[3, 7], [2, 32]].
+            // Active is bit 6, prop bit 1: [active][prop] = [[3, 7], [2, 32]].
             s.found_sets[0] = 3;
             s.found_sets[2] = 7;
-            s.found_sets[32] = 2;
-            s.found_sets[34] = 32;
+            s.found_sets[64] = 2;
+            s.found_sets[66] = 32;
             s.examined[2] = 50;
             s.limit[4] = 50;
         });
@@ -520,25 +494,50 @@ pub mod tests {
     }
 
     #[test]
-    fn llc_scans_sum_and_diff() {
-        let rec = |w: [u64; 5]| -> Vec<u8> { w.iter().flat_map(|x| x.to_ne_bytes()).collect() };
-        let t = LlcScans::sum_cpus(&[rec([10, 1, 0, 2, 7]), rec([5, 0, 0, 1, 4])]).unwrap();
-        assert_eq!((t.scans, t.found), (15, [[1, 0], [3, 11]]));
-        let base = LlcScans::sum_cpus(&[rec([5, 0, 0, 1, 1])]).unwrap();
-        let d = t.since(Some(&base));
+    fn llc_counters_sum_and_diff() {
+        let rec = |scans: u64, found: [[u64; 2]; 2], judged: u64| -> Vec<u8> {
+            let mut l = LlcCounters::default().view();
+            l.scans = scans;
+            l.found = found;
+            l.judged = judged;
+            LlcCounters::from_view(&l).bytes()
+        };
+        let t = LlcCounters::sum_cpus(&[rec(10, [[1, 0], [2, 7]], 3), rec(5, [[0, 0], [1, 4]], 1)])
+            .unwrap();
+        let v = t.view();
+        assert_eq!((v.scans, v.found, v.judged), (15, [[1, 0], [3, 11]], 4));
+        let base = LlcCounters::sum_cpus(&[rec(5, [[0, 0], [1, 1]], 0)]).unwrap();
+        let d = t.since(&base).view();
         assert_eq!((d.scans, d.found[1]), (10, [2, 10]));
-        assert!((d.found_pct() - 100.0 * 10.0 / 12.0).abs() < 1e-9);
-        assert!(LlcScans::sum_cpus(&[vec![0u8; 8]]).is_err());
+        assert!((llc_found_pct(&d) - 100.0 * 10.0 / 12.0).abs() < 1e-9);
+        assert!(LlcCounters::sum_cpus(&[vec![0u8; 8]]).is_err());
+    }
+
+    #[test]
+    fn waits_by_kind_with_percentiles() {
+        let raw = record(|s| {
+            let missed = bpf_intf::sisu_wait_SISU_WAIT_MISSED as usize;
+            s.waits[missed] = 10;
+            s.wait_ns[missed] = 10 * 3_000_000;
+            s.wait_hist[missed][45] = 10;
+        });
+        let m = metrics(&Counters::sum_cpus(&[raw]).unwrap(), &[], ctx(&[8]));
+        assert_eq!(m.waits.keys().collect::<Vec<_>>(), ["missed"]);
+        let w = &m.waits["missed"];
+        assert_eq!((w.count, w.mean_us), (10, 3000.0));
+        let (lo, hi) = sisutil_proto::waits::slot_range(45);
+        assert_eq!(w.p50_us, (lo + hi) as f64 / 2000.0);
+        assert_eq!(w.p99_us, w.p50_us);
     }
 
     #[test]
     fn every_pair_of_rules_reads_from_the_found_sets() {
-        // Active util (bit 5), shadows prop (1) and full (2). Full's scan
+        // Active util (bit 6), shadows prop (1) and full (2). Full's scan
         // is the deepest, so no set has prop without full.
         let raw = record(|s| {
-            s.found_sets[0b100110] = 10; // all three
-            s.found_sets[0b000100] = 5; // full only
-            s.found_sets[0b100100] = 3; // active and full
+            s.found_sets[0b1000110] = 10; // all three
+            s.found_sets[0b0000100] = 5; // full only
+            s.found_sets[0b1000100] = 3; // active and full
             s.found_sets[0] = 2; // none
         });
         let rules = [
@@ -573,5 +572,35 @@ pub mod tests {
         );
         let back: Metrics = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(m, back);
+    }
+}
+
+#[cfg(test)]
+mod wait_slot_tests {
+    //! Userspace's slot ranges against BPF's slot function (wait_hist.h,
+    //! compiled for the host by build.rs).
+
+    use sisutil_proto::waits::{slot_range, SLOTS};
+
+    extern "C" {
+        fn sisu_wait_slot(ns: u64) -> u32;
+    }
+
+    fn slot(ns: u64) -> usize {
+        // SAFETY: a pure function of its argument.
+        unsafe { sisu_wait_slot(ns) as usize }
+    }
+
+    #[test]
+    fn every_slot_holds_exactly_its_range() {
+        for s in 0..SLOTS - 1 {
+            let (lo, hi) = slot_range(s);
+            assert_eq!(slot(lo), s, "lower bound of slot {s}");
+            assert_eq!(slot(hi - 1), s, "upper bound of slot {s}");
+            assert_eq!(slot(hi), s + 1, "past slot {s}");
+        }
+        assert_eq!(slot(0), 0);
+        assert_eq!(slot(u64::MAX), SLOTS - 1, "the last slot takes the rest");
+        assert_eq!(slot(1 << 40), SLOTS - 1);
     }
 }

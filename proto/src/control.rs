@@ -29,6 +29,8 @@ pub struct Change {
     pub small_llc: Option<u32>,
     /// SIS_CACHE on or off (docs/policies.md).
     pub sis_cache: Option<bool>,
+    /// SIS_CURRENT on or off (docs/policies.md).
+    pub sis_current: Option<bool>,
     /// Restart the counters without changing anything else.
     pub reset: bool,
 }
@@ -42,6 +44,9 @@ pub struct Status {
     /// Status records from before SIS_CACHE read as off.
     #[serde(default)]
     pub sis_cache: bool,
+    /// ... and from before SIS_CURRENT.
+    #[serde(default)]
+    pub sis_current: bool,
     pub switches: u64,
 }
 
@@ -59,6 +64,9 @@ impl std::fmt::Display for Status {
         }
         if self.sis_cache {
             write!(f, ", sis-cache on")?;
+        }
+        if self.sis_current {
+            write!(f, ", sis-current on")?;
         }
         write!(f, " ({} switch(es) since start)", self.switches)
     }
@@ -78,7 +86,10 @@ impl Change {
             args.push(("small_llc".into(), n.to_string()));
         }
         if let Some(on) = self.sis_cache {
-            args.push(("sis_cache".into(), if on { "on" } else { "off" }.into()));
+            args.push(("sis_cache".into(), on_off(on).into()));
+        }
+        if let Some(on) = self.sis_current {
+            args.push(("sis_current".into(), on_off(on).into()));
         }
         if self.reset {
             args.push(("reset".into(), "1".into()));
@@ -95,13 +106,8 @@ impl Change {
                 "small_llc" => {
                     c.small_llc = Some(v.parse().map_err(|_| anyhow!("bad small_llc {v:?}"))?)
                 }
-                "sis_cache" => {
-                    c.sis_cache = Some(match v.as_str() {
-                        "on" => true,
-                        "off" => false,
-                        _ => bail!("bad sis_cache {v:?}: on or off"),
-                    })
-                }
+                "sis_cache" => c.sis_cache = Some(parse_on_off(k, v)?),
+                "sis_current" => c.sis_current = Some(parse_on_off(k, v)?),
                 "reset" => c.reset = true,
                 _ => bail!("unknown setting {k:?}"),
             }
@@ -127,10 +133,29 @@ impl Change {
         if let Some(on) = self.sis_cache {
             next.sis_cache = on;
         }
+        if let Some(on) = self.sis_current {
+            next.sis_current = on;
+        }
         if next != *cur {
             next.switches += 1;
         }
         Ok(next)
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+fn parse_on_off(key: &str, v: &str) -> Result<bool> {
+    match v {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => bail!("bad {key} {v:?}: on or off"),
     }
 }
 
@@ -165,6 +190,7 @@ mod tests {
             shadow: Shadow::off(),
             small_llc: 0,
             sis_cache: false,
+            sis_current: false,
             switches: 0,
         }
     }
@@ -176,6 +202,7 @@ mod tests {
             shadow: Some("util,full".parse().unwrap()),
             small_llc: Some(16),
             sis_cache: Some(true),
+            sis_current: Some(false),
             reset: true,
         };
         let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
@@ -198,6 +225,7 @@ mod tests {
         assert!(bad("shadow", "nope"));
         assert!(bad("small_llc", "-1"));
         assert!(bad("sis_cache", "yes"));
+        assert!(bad("sis_current", "1"));
         assert!(bad("colour", "red"));
     }
 
@@ -242,5 +270,15 @@ mod tests {
         let mut old = serde_json::to_value(&cache).unwrap();
         old.as_object_mut().unwrap().remove("sis_cache");
         assert!(!serde_json::from_value::<Status>(old).unwrap().sis_cache);
+
+        // So does SIS_CURRENT.
+        let current = Change {
+            sis_current: Some(true),
+            ..Default::default()
+        }
+        .apply_to(&cur)
+        .unwrap();
+        assert!(current.sis_current && current.switches == 1);
+        assert!(current.to_string().contains("sis-current on"), "{current}");
     }
 }

@@ -12,3 +12,4 @@ pub mod stats;
 pub mod sysfs;
 pub mod tables;
 pub mod topology;
+pub mod waits;

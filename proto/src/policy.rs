@@ -11,67 +11,90 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::intf;
 
-/// How many CPUs of the target's LLC a wakeup may search for an idle one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Policy {
-    Util,
-    Prop,
-    Full,
-    None,
-    Builtin,
+/// Declares the rules: one line each registers a rule's variant, its name
+/// (the command line, the socket, the statistics and results files all
+/// use it), its value in BPF's `enum sisu_policy`, whether it can be
+/// judged in the shadow, and its line in --help. Its depth (or decision)
+/// is defined once, in BPF's `policy_depth()`.
+macro_rules! rules {
+    ($($variant:ident $name:literal $bpf:ident $shadow:literal $about:literal;)*) => {
+        /// How many CPUs of the target's LLC a wakeup may search for an idle one.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Policy {
+            $($variant,)*
+        }
+
+        impl Policy {
+            pub const ALL: &'static [Policy] = &[$(Policy::$variant,)*];
+
+            /// The value of `enum sisu_policy` in BPF.
+            pub fn to_bpf(self) -> u32 {
+                match self {
+                    $(Policy::$variant => intf::$bpf,)*
+                }
+            }
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Policy::$variant => $name,)*
+                }
+            }
+
+            /// One line for --help.
+            pub fn about(self) -> &'static str {
+                match self {
+                    $(Policy::$variant => $about,)*
+                }
+            }
+
+            /// Whether the rule can be judged beside another one.
+            pub fn can_shadow(self) -> bool {
+                match self {
+                    $(Policy::$variant => $shadow,)*
+                }
+            }
+        }
+    };
+}
+
+// The built-in selection cannot be replayed without claiming CPUs, and the
+// adaptive rule chooses from the shadow's own verdicts: neither shadows.
+rules! {
+    Util "util" sisu_policy_SISU_POL_UTIL true
+        "SIS_UTIL (Linux 6.0+): depth from the LLC's utilisation";
+    Prop "prop" sisu_policy_SISU_POL_PROP true
+        "SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost";
+    Full "full" sisu_policy_SISU_POL_FULL true "Scan the whole LLC, no depth limit";
+    None "none" sisu_policy_SISU_POL_NONE true
+        "Never scan the LLC: only target, prev, recent CPU, SMT sibling";
+    Builtin "builtin" sisu_policy_SISU_POL_BUILTIN false
+        "sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)";
+    Auto "auto" sisu_policy_SISU_POL_AUTO false
+        "Per LLC, util, prop or full: whichever the shadow measures to pay best";
 }
 
 impl Policy {
-    pub const ALL: [Policy; 5] = [
-        Policy::Util,
-        Policy::Prop,
-        Policy::Full,
-        Policy::None,
-        Policy::Builtin,
-    ];
-
-    /// The value of `enum sisu_policy` in BPF.
-    pub fn to_bpf(self) -> u32 {
-        match self {
-            Policy::Util => intf::sisu_policy_SISU_POL_UTIL,
-            Policy::Prop => intf::sisu_policy_SISU_POL_PROP,
-            Policy::Full => intf::sisu_policy_SISU_POL_FULL,
-            Policy::None => intf::sisu_policy_SISU_POL_NONE,
-            Policy::Builtin => intf::sisu_policy_SISU_POL_BUILTIN,
-        }
-    }
-
     pub fn from_bpf(v: u32) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.to_bpf() == v)
+        Self::ALL.iter().copied().find(|p| p.to_bpf() == v)
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Util => "util",
-            Policy::Prop => "prop",
-            Policy::Full => "full",
-            Policy::None => "none",
-            Policy::Builtin => "builtin",
-        }
+    /// Every rule's name, for messages.
+    pub fn names() -> String {
+        Self::ALL
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
-    /// One line for --help.
-    pub fn about(self) -> &'static str {
-        match self {
-            Policy::Util => "SIS_UTIL (Linux 6.0+): depth from the LLC's utilisation",
-            Policy::Prop => {
-                "SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost"
-            }
-            Policy::Full => "Scan the whole LLC, no depth limit",
-            Policy::None => "Never scan the LLC: only target, prev, recent CPU, SMT sibling",
-            Policy::Builtin => "sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)",
-        }
-    }
-
-    /// Whether the policy can be judged beside another one: the built-in
-    /// selection cannot be replayed without claiming CPUs.
-    pub fn can_shadow(self) -> bool {
-        self != Policy::Builtin
+    /// The names of the rules that can shadow, for messages.
+    pub fn shadow_names() -> String {
+        Self::ALL
+            .iter()
+            .filter(|p| p.can_shadow())
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -86,15 +109,16 @@ impl FromStr for Policy {
 
     fn from_str(s: &str) -> Result<Self, String> {
         Policy::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown policy {s:?} (util, prop, full, none, builtin)"))
+            .ok_or_else(|| format!("unknown policy {s:?} ({})", Policy::names()))
     }
 }
 
 impl clap::ValueEnum for Policy {
     fn value_variants<'a>() -> &'a [Self] {
-        &Policy::ALL
+        Policy::ALL
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
@@ -129,7 +153,7 @@ impl Shadow {
 
     /// Every rule that can be judged in the shadow.
     pub fn all() -> Self {
-        Self::of(Policy::ALL)
+        Self::of(Policy::ALL.iter().copied())
     }
 
     /// The set of `rules`; those that cannot shadow are left out.
@@ -169,7 +193,8 @@ impl FromStr for Shadow {
                 Ok(p) if p.can_shadow() => rules.push(p),
                 _ => {
                     return Err(format!(
-                        "expected off, all, or a comma-separated list of util, prop, full, none; got {name:?}"
+                        "expected off, all, or a comma-separated list of {}; got {name:?}",
+                        Policy::shadow_names()
                     ))
                 }
             }
@@ -211,7 +236,7 @@ mod tests {
 
     #[test]
     fn one_spelling_for_every_reader() {
-        for p in Policy::ALL {
+        for &p in Policy::ALL {
             assert_eq!(p.name().parse::<Policy>(), Ok(p));
             let json = serde_json::to_string(&p).unwrap();
             assert_eq!(json, format!("\"{}\"", p.name()));
@@ -234,7 +259,8 @@ mod tests {
         let all: Shadow = "all".parse().unwrap();
         assert_eq!(all.to_string(), "util,prop,full,none");
         assert!(!all.rules().contains(&Policy::Builtin));
-        for bad in ["builtin", "prop,builtin", "prop,,full", "fast", ""] {
+        assert!(!all.rules().contains(&Policy::Auto));
+        for bad in ["builtin", "prop,builtin", "auto", "prop,,full", "fast", ""] {
             assert!(bad.parse::<Shadow>().is_err(), "{bad}");
         }
         assert_eq!(Shadow::off().to_string(), "off");
@@ -248,9 +274,14 @@ mod tests {
 
     #[test]
     fn bpf_values_round_trip() {
-        for p in Policy::ALL {
+        for &p in Policy::ALL {
             assert_eq!(Policy::from_bpf(p.to_bpf()), Some(p));
         }
+        // Every value of the BPF enum has one rule, every rule one value.
+        assert_eq!(
+            Policy::ALL.len(),
+            intf::sisu_policy_SISU_NR_POLICIES as usize
+        );
         assert_eq!(Policy::from_bpf(intf::sisu_policy_SISU_NR_POLICIES), None);
         assert!(!Policy::Builtin.can_shadow());
     }

@@ -55,6 +55,27 @@ pub struct LlcMetrics {
     pub missed: u64,
     #[stat(desc = "Found-rate: % of its scans with an idle CPU that found one")]
     pub found_pct: f64,
+    #[stat(
+        desc = "Mean wait, placement to first run, of wakees a scan here queued though an idle CPU existed (us)"
+    )]
+    pub missed_wait_us: f64,
+    #[stat(
+        desc = "Mean wait, placement to first run, of wakees sent to the idle CPU a scan here found (us)"
+    )]
+    pub found_wait_us: f64,
+    #[stat(desc = "auto: the rule it scans this LLC with now", _om_skip)]
+    pub auto_rule: String,
+    #[stat(desc = "auto: times it changed its rule here")]
+    pub auto_switches: u64,
+    #[stat(desc = "auto: S, what a find saves a wakee: the missed wait less the found one (us)")]
+    pub auto_saved_us: f64,
+    #[stat(desc = "auto: c, the time to examine one CPU (ns)")]
+    pub auto_cpu_ns: f64,
+    #[stat(
+        desc = "auto: the gain of a scan per candidate, S P - 2 c E (ns; util, prop, full)",
+        _om_skip
+    )]
+    pub auto_gain_ns: Vec<f64>,
 }
 
 /// One op's BPF run time, a record of `Metrics::ops` keyed by the op.
@@ -125,6 +146,50 @@ impl PairMetrics {
         self.both + self.first_only + self.second_only + self.neither
     }
 }
+
+/// The waits from a wakeup's placement to the task's first run, by what
+/// the placement found: a record of `Metrics::waits` keyed by the kind
+/// (`idle`, `found`, `missed`, `none`, `current`;
+/// `wait_p90_us{kind="missed"}`).
+#[stat_doc]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, Stats)]
+#[stat(_om_prefix = "wait_", _om_label = "kind")]
+#[serde(default)]
+pub struct WaitMetrics {
+    #[stat(desc = "Wakeups timed")]
+    pub count: u64,
+    #[stat(desc = "Mean wait (us)")]
+    pub mean_us: f64,
+    #[stat(desc = "Median wait (us, from 4-per-octave slots: within 12.5 %)")]
+    pub p50_us: f64,
+    #[stat(desc = "90th percentile (us)")]
+    pub p90_us: f64,
+    #[stat(desc = "99th percentile (us)")]
+    pub p99_us: f64,
+    #[stat(
+        desc = "Histogram of the waits in BPF's slots (sisutil_proto::waits)",
+        _om_skip
+    )]
+    pub hist: Vec<u64>,
+}
+
+impl WaitMetrics {
+    /// The record of @count waits totalling @ns, binned in @hist.
+    pub fn of(count: u64, ns: u64, hist: &[u64]) -> Self {
+        let us = |q: f64| crate::waits::quantile(hist, q).unwrap_or(0.0) / 1000.0;
+        WaitMetrics {
+            count,
+            mean_us: ratio(ns, count) / 1000.0,
+            p50_us: us(0.5),
+            p90_us: us(0.9),
+            p99_us: us(0.99),
+            hist: hist.to_vec(),
+        }
+    }
+}
+
+/// The names of the wait kinds, in BPF's `enum sisu_wait` order.
+pub const WAIT_KINDS: [&str; 5] = ["idle", "found", "missed", "none", "current"];
 
 /// The three depth histograms' counts at one depth, a record of
 /// `Metrics::depths` keyed by the number of CPUs: the lists the tables and
@@ -241,6 +306,18 @@ pub struct Metrics {
     pub cache_fallback: u64,
     #[stat(desc = "SIS_CACHE: wakeups placed on the CPU kept for them")]
     pub cache_reclaimed: u64,
+    #[stat(desc = "1 if SIS_CURRENT is on, else 0")]
+    pub sis_current: u64,
+    #[stat(desc = "SIS_CURRENT: wakeups put on the waker's CPU instead of a scan")]
+    pub current_cut: u64,
+    #[stat(desc = "SIS_CURRENT: ... while an idle CPU of the LLC stood idle")]
+    pub current_idle_left: u64,
+    #[stat(desc = "auto: scans it made with util's depth")]
+    pub auto_util_scans: u64,
+    #[stat(desc = "auto: scans it made with prop's depth")]
+    pub auto_prop_scans: u64,
+    #[stat(desc = "auto: scans it made with full's depth")]
+    pub auto_full_scans: u64,
     #[stat(desc = "Idle CPU existed: active and (first) shadow rule both found one")]
     pub shadow_both: u64,
     #[stat(desc = "Idle CPU existed: only the active policy found one")]
@@ -270,6 +347,8 @@ pub struct Metrics {
     pub rules: BTreeMap<String, RuleMetrics>,
     #[stat(desc = "Every pair's \"able to find\" matrix (active and shadow rules), by \"a/b\"")]
     pub pairs: BTreeMap<String, PairMetrics>,
+    #[stat(desc = "Waits from a wakeup's placement to its first run, by what the placement found")]
+    pub waits: BTreeMap<String, WaitMetrics>,
     #[stat(desc = "Per-LLC state and scan outcomes, by LLC index")]
     #[serde(deserialize_with = "compat::llcs")]
     pub llcs: BTreeMap<u32, LlcMetrics>,
@@ -331,6 +410,7 @@ pub fn metas() -> Vec<StatsMeta> {
         OpMetrics::meta(),
         RuleMetrics::meta(),
         PairMetrics::meta(),
+        WaitMetrics::meta(),
         DepthCounts::meta(),
         Metrics::meta(),
     ]

@@ -43,6 +43,11 @@ impl Metrics {
         } else {
             small
         };
+        let small = if self.sis_current > 0 {
+            format!("{small}, sis-current")
+        } else {
+            small
+        };
         writeln!(
             w,
             "scx_sisutil: policy {}{shadow}{small} | {} | counting {:.1}s, {} switch(es)",
@@ -85,6 +90,26 @@ impl Metrics {
                 self.cache_fallback
             )?;
         }
+        if self.sis_current > 0 || self.current_cut > 0 {
+            writeln!(
+                w,
+                "SIS_CURRENT{}: {} wakeups went to their waker's CPU instead of a scan, {} of them while an idle CPU of the LLC stood idle",
+                if self.sis_current > 0 { "" } else { " (off now)" },
+                self.current_cut,
+                self.current_idle_left
+            )?;
+        }
+        let auto = self.auto_util_scans + self.auto_prop_scans + self.auto_full_scans;
+        if auto > 0 {
+            let pct = |n: u64| 100.0 * ratio(n, auto);
+            writeln!(
+                w,
+                "auto: scanned with util's depth {:.1}%, prop's {:.1}%, full's {:.1}% of {auto} scans",
+                pct(self.auto_util_scans),
+                pct(self.auto_prop_scans),
+                pct(self.auto_full_scans)
+            )?;
+        }
         write!(
             w,
             "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns, {:.0} ns per CPU examined",
@@ -112,8 +137,51 @@ impl Metrics {
             writeln!(w, "BPF ns per call: {}", ops.join(", "))?;
         }
         writeln!(w, "{}", llc_table(self.llcs.values()))?;
+        if !self.waits.is_empty() {
+            writeln!(w, "{}", self.waits_table())?;
+        }
         writeln!(w, "{}", self.review_tables())?;
         Ok(())
+    }
+
+    /// Placement to first run, by what the placement found: what a miss
+    /// costs beside what a find does.
+    pub fn waits_table(&self) -> String {
+        fn label(k: &str) -> &str {
+            match k {
+                "idle" => "idle CPU before the scan",
+                "found" => "found by the scan",
+                "missed" => "missed an idle CPU",
+                "none" => "no idle CPU to find",
+                "current" => "sent to its waker",
+                other => other,
+            }
+        }
+        let rows: Vec<Vec<String>> = crate::stats::WAIT_KINDS
+            .iter()
+            .filter_map(|k| self.waits.get(*k).map(|m| (k, m)))
+            .map(|(k, m)| {
+                vec![
+                    label(k).to_string(),
+                    m.count.to_string(),
+                    format!("{:.1}", m.mean_us),
+                    format!("{:.1}", m.p50_us),
+                    format!("{:.1}", m.p90_us),
+                    format!("{:.1}", m.p99_us),
+                ]
+            })
+            .collect();
+        box_table(
+            &[
+                "The wakeup's placement",
+                "Wakeups",
+                "mean wait us",
+                "p50 us",
+                "p90 us",
+                "p99 us",
+            ],
+            &rows,
+        )
     }
 
     /// The review's tables: found-rate, each shadow rule's "able to find"
@@ -303,8 +371,10 @@ fn matrix(a: &str, b: &str, p: &crate::stats::PairMetrics) -> String {
 }
 
 fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
-    // SIS_PROP's shadow books, where SIS_PROP is judged in the shadow.
+    // SIS_PROP's shadow books, where SIS_PROP is judged in the shadow; the
+    // adaptive rule's choice and its prices, where it is the policy.
     let shadow_books = llcs.clone().any(|l| l.shadow_prop_avg_scan_cost_ns > 0);
+    let auto = llcs.clone().any(|l| !l.auto_rule.is_empty());
     let rows: Vec<Vec<String>> = llcs
         .map(|l| {
             let mut row = vec![
@@ -320,6 +390,14 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
             ];
             if shadow_books {
                 row.push(l.shadow_prop_avg_scan_cost_ns.to_string());
+            }
+            row.push(format!("{:.1}/{:.1}", l.missed_wait_us, l.found_wait_us));
+            if auto {
+                let gains: Vec<String> = l.auto_gain_ns.iter().map(|g| format!("{g:.0}")).collect();
+                row.push(format!("{} ({})", l.auto_rule, l.auto_switches));
+                row.push(format!("{:.1}", l.auto_saved_us));
+                row.push(format!("{:.0}", l.auto_cpu_ns));
+                row.push(gains.join("/"));
             }
             row
         })
@@ -337,6 +415,15 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
     ];
     if shadow_books {
         head.push("shadow prop avg_scan_cost ns");
+    }
+    head.push("wait us missed/found");
+    if auto {
+        head.extend([
+            "auto rule (switches)",
+            "S us",
+            "c ns",
+            "gain ns util/prop/full",
+        ]);
     }
     box_table(&head, &rows)
 }
@@ -426,6 +513,28 @@ mod tests {
         );
         // The review's matrix for the first rule.
         assert!(m.shadow_table().contains("prop (shadow) able to find CPU"));
+    }
+
+    #[test]
+    fn the_waits_table_names_each_kind_in_words() {
+        let w = |count| crate::stats::WaitMetrics {
+            count,
+            mean_us: 1.5,
+            ..Default::default()
+        };
+        let m = Metrics {
+            waits: [("none".to_string(), w(3)), ("found".to_string(), w(7))].into(),
+            ..Default::default()
+        };
+        let t = m.waits_table();
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| ")).collect();
+        assert!(
+            rows[1].contains("found by the scan") && rows[1].contains(" 7 "),
+            "{t}"
+        );
+        assert!(rows[2].contains("no idle CPU to find"), "{t}");
+        // A shadow rule's row is "| none | ...": the kinds do not read as one.
+        assert!(!t.lines().any(|l| l.starts_with("| none")), "{t}");
     }
 
     #[test]

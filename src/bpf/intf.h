@@ -28,8 +28,21 @@ typedef signed long long s64;
  * Sets of rules that found an idle CPU on one scan: a bit per shadow rule
  * (1 << enum sisu_policy) and SISU_ACTIVE_BIT for the active policy.
  */
-#define SISU_ACTIVE_BIT		5
-#define SISU_FOUND_SETS		64
+#define SISU_ACTIVE_BIT		6
+#define SISU_FOUND_SETS		128
+/*
+ * Wakeup-to-running waits: slot 0 holds waits under 2^SISU_WAIT_SHIFT ns,
+ * then four slots per power of two (wait_hist.h), the last one holding
+ * everything longer.
+ */
+#define SISU_WAIT_SHIFT		10
+#define SISU_WAIT_SLOTS		96
+/*
+ * The adaptive rule judges its candidates on one scan in this many per
+ * CPU, or on the first after this long (ns) where scans are rare.
+ */
+#define SISU_AUTO_SAMPLE	8
+#define SISU_AUTO_SAMPLE_NS	2000000
 
 /*
  * Idle-CPU search policies. The order is part of the stats interface:
@@ -41,6 +54,7 @@ enum sisu_policy {
 	SISU_POL_FULL,		/* scan the whole LLC */
 	SISU_POL_NONE,		/* never scan the LLC */
 	SISU_POL_BUILTIN,	/* sched_ext's built-in idle selection */
+	SISU_POL_AUTO,		/* per LLC, the candidate the shadow measures best (auto.rs) */
 	SISU_NR_POLICIES,
 };
 
@@ -68,6 +82,20 @@ enum sisu_outcome {
 };
 
 /*
+ * What a wakeup's placement found, for the wait that followed it (from
+ * the placement to the task's first run): the question a found-rate
+ * cannot answer is what a miss costs.
+ */
+enum sisu_wait {
+	SISU_WAIT_IDLE = 0,	/* an idle CPU before any scan (target, prev, recent, SMT, fork) */
+	SISU_WAIT_FOUND,	/* the scan found an idle CPU */
+	SISU_WAIT_MISSED,	/* the scan found none, though an idle CPU existed */
+	SISU_WAIT_NONE,		/* the scan found none, and none existed */
+	SISU_WAIT_CURRENT,	/* SIS_CURRENT put it on the waker's CPU instead of a scan */
+	SISU_NR_WAITS,
+};
+
+/*
  * How far a CPU reaches for work or a wakee reaches from prev: the levels
  * of the kernel's scheduling domains. The order is part of the stats
  * interface: pull counters are indexed by it.
@@ -89,6 +117,7 @@ struct sisu_cfg {
 	u32 shadows;		/* the shadow rules, a bit per enum sisu_policy */
 	u32 small_llc;		/* util: scan whole LLCs of at most this width */
 	u32 sis_cache;		/* SIS_CACHE: scans skip CPUs kept for a short sleeper */
+	u32 sis_current;	/* SIS_CURRENT: a short pair's wakee joins its waker */
 	u32 epoch;		/* bumped per switch: resets per-policy state */
 };
 
@@ -101,6 +130,7 @@ struct sisu_llc_ctx {
 	u32 nr_idle_scan;
 	u32 sum_util;
 	u32 has_idle_cores;
+	u32 auto_rule;		/* the adaptive rule's choice here (enum sisu_policy) */
 } __attribute__((aligned(64)));
 
 /*
@@ -133,6 +163,8 @@ struct sisu_cpu_ctx {
 	u64 push_at;		/* ... asked at this time (ns): a mark a tick old is stale */
 	u64 cache_hot_until;	/* SIS_CACHE: kept for cache_hot_pid until then (ns) */
 	s32 cache_hot_pid;	/* ... the short sleeper that last ran here */
+	u32 auto_tick;		/* scans since the adaptive rule last judged its candidates */
+	u64 auto_judged_at;	/* ... when (ns) */
 
 	/*
 	 * SIS_PROP state. The idle periods are the CPU's, one history for
@@ -182,6 +214,15 @@ struct sisu_stats {
 	u64 cache_skipped;		/* idle CPUs a scan passed over, being kept */
 	u64 cache_fallback;		/* scans that took a kept CPU, every idle one being kept */
 	u64 cache_reclaimed;		/* wakeups that got the CPU kept for them */
+	/* SIS_CURRENT (sis_current.bpf.c's comment says what each counts) */
+	u64 current_cut;		/* wakeups put on the waker's CPU instead of a scan */
+	u64 current_idle_left;		/* ... while an idle CPU of the LLC stood idle */
+	/* the adaptive rule: its scans by the rule it had chosen for the LLC */
+	u64 auto_scans[SISU_NR_POLICIES];
+	/* placement to first run, by enum sisu_wait */
+	u64 waits[SISU_NR_WAITS];
+	u64 wait_ns[SISU_NR_WAITS];
+	u64 wait_hist[SISU_NR_WAITS][SISU_WAIT_SLOTS];
 };
 
 /*
@@ -201,11 +242,26 @@ struct sisu_rule_stats {
 /*
  * What the scans of one LLC found, per CPU (a per-CPU array indexed by LLC,
  * sized to the machine's LLCs at load), counted under whichever policy was
- * active: userspace diffs it from the last switch like the rest.
+ * active: userspace diffs it from the last switch like the rest. The rest
+ * is what the adaptive rule weighs (auto.rs), counted whenever it is
+ * active, statistics or not.
  */
 struct sisu_llc_scans {
 	u64 scans;			/* scans of this LLC */
 	u64 found[2][2];		/* [an idle CPU existed][the scan found one] */
+	u64 judged;			/* scans its candidates were judged on */
+	u64 judged_found[SISU_NR_POLICIES];	/* ... a scan to the rule's depth found one */
+	u64 judged_examined[SISU_NR_POLICIES];	/* ... CPUs that scan examines */
+	u64 walk_ns;			/* the judging walks' time */
+	u64 walk_examined;		/* ... and CPUs */
+	u64 scan_ns;			/* the active scans' time */
+	u64 scan_examined;		/* ... and CPUs */
+	u64 missed_waits;		/* wakeups queued by a scan that missed an idle CPU */
+	u64 missed_wait_ns;		/* ... their waits to their first run */
+	u64 queued_waits;		/* wakeups queued by a scan, idle CPU or not */
+	u64 queued_wait_ns;		/* ... their waits */
+	u64 found_waits;		/* wakeups sent to the idle CPU a scan found */
+	u64 found_wait_ns;		/* ... their waits */
 };
 
 #endif /* __SISUTIL_INTF_H */

@@ -57,6 +57,7 @@ const volatile u32 nr_pkgs = 1;
 const volatile u32 node_pkg[SISU_MAX_LLCS];
 const volatile u32 pkg_width[SISU_MAX_LLCS];
 const volatile u64 slice_ns = 3000000;
+const volatile u64 migration_cost_ns = 500000;
 const volatile bool stats_on = true;
 const volatile bool wake_affine_on = true;
 struct sisu_cfg cfg = {
@@ -77,6 +78,7 @@ struct rule_stats_map rule_stats SEC(".maps");
 struct task_ctx_map task_ctxs SEC(".maps");
 struct idle_counts_map idle_counts SEC(".maps");
 struct llc_mask_map llc_masks SEC(".maps");
+struct verdicts_map verdicts_buf SEC(".maps");
 
 /*
  * A task wakes or starts. The built-in policy is a baseline arm; a new
@@ -90,7 +92,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 {
 	u32 pol = active_policy();
 	struct sisu_stats *st = stats_of(pol);
-	struct pick pk;
+	struct pick pk = { .waker = true };
 	s32 target, cpu;
 	u64 immed;
 
@@ -107,6 +109,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 		cache_woke(p, &pk, st);
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
+	note_wake(p, &pk, pol);
 	immed = note_placed(p, &pk);
 	if (pk.outcome != SISU_OUT_BUSY)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), immed);
@@ -216,6 +219,8 @@ void BPF_STRUCT_OPS(sisu_running, struct task_struct *p)
 	/* A task sent straight to an idle CPU skipped enqueue's accounting. */
 	p->scx.dsq_vtime = vtime;
 	advance_clock(cpu, vtime);
+	wait_end(p, now);
+	current_run(p, now);
 	if (c) {
 		if (c->idle_stamp)
 			idle_exit(c, now);
@@ -275,6 +280,7 @@ void BPF_STRUCT_OPS(sisu_stopping, struct task_struct *p, bool runnable)
 	account_busy(c, now);
 	c->running = 0;
 	charge(p, c, now);
+	current_stop(p, runnable, now);
 	if (!runnable)
 		cache_keep(p, c, now);
 }

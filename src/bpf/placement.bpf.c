@@ -12,6 +12,7 @@
  */
 
 #include "sisutil.bpf.h"
+#include "wait_hist.h"
 
 /* --- the wake target ------------------------------------------------ */
 
@@ -331,13 +332,35 @@ struct depth {
 	bool scan;	/* whether the scan runs at all */
 };
 
+/* The rules the adaptive one chooses from (auto.rs says why these). */
+#define AUTO_CANDIDATES ((1U << SISU_POL_UTIL) | (1U << SISU_POL_PROP) | (1U << SISU_POL_FULL))
+
 /*
- * The depth @pol sets for a scan of @llc. @b is the SIS_PROP books it
- * spends (the waking CPU's, already aged), NULL where SIS_PROP does not
- * limit the scan. Pure: the shadow rules call it too, each with its books.
+ * The rule that limits a scan of @llc under @pol: @pol itself, or for the
+ * adaptive rule the candidate userspace chose for the LLC (SIS_UTIL until
+ * it has measured enough to choose).
  */
-static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_prop_books *b,
-			 struct depth *d)
+static u32 rule_of(u32 pol, u32 llc)
+{
+	struct sisu_llc_ctx *lc;
+	u32 r;
+
+	if (pol != SISU_POL_AUTO)
+		return pol;
+	lc = llc_ctx(llc);
+	r = lc ? lc->auto_rule : SISU_POL_UTIL;
+	return r < SISU_NR_POLICIES && (AUTO_CANDIDATES & (1U << r)) ? r : SISU_POL_UTIL;
+}
+
+/*
+ * The depth rule @pol sets for a scan of @llc: the one place a rule's
+ * depth is defined. @b is the SIS_PROP books it spends (the waking CPU's,
+ * already aged), NULL where SIS_PROP does not limit the scan. Pure: the
+ * shadow rules call it too, each with its books. The adaptive rule is
+ * resolved to its candidate before (rule_of()).
+ */
+static __always_inline void policy_depth(u32 pol, u32 llc, bool idle_core,
+					 const struct sisu_prop_books *b, struct depth *d)
 {
 	struct sisu_llc_ctx *lc = llc_ctx(llc);
 	u32 width = width_of(llc), small = cfg.small_llc;
@@ -380,12 +403,8 @@ static void policy_depth(u32 pol, u32 llc, bool idle_core, const struct sisu_pro
 }
 
 /* The same outcome, counted against the LLC that was scanned. */
-static void count_llc_scan(u32 llc, bool existed, bool found)
+static void count_llc_scan(struct sisu_llc_scans *ls, bool existed, bool found)
 {
-	struct sisu_llc_scans *ls = bpf_map_lookup_elem(&llc_scans, &llc);
-
-	if (!ls)
-		return;
 	ls->scans++;
 	matrix_add(ls->found, existed, found);
 }
@@ -405,21 +424,24 @@ static struct sisu_prop_books *aged_books(struct sisu_cpu_ctx *c, u32 book)
 	return b;
 }
 
-/*
- * The shadow rules' verdicts on one scan, made before the active scan
- * claims anything.
- */
-struct verdicts {
-	s32 target;
-	bool idle_core;
-	u32 rules;			/* in: bits of enum sisu_policy */
-	u32 found;			/* out: bits of the rules that would have found */
-	bool any;			/* the walk found an idle CPU */
-	u32 walk_examined;		/* CPUs the walk examined */
-	u64 walk_ns;			/* ... in this time */
-	u64 limit[SISU_NR_POLICIES];	/* each rule's depth limit */
-	u32 examined[SISU_NR_POLICIES];	/* CPUs each rule's scan examines */
-};
+/* This CPU's verdicts record, cleared for a scan from @target; NULL if none. */
+static struct verdicts *fresh_verdicts(s32 target, bool idle_core)
+{
+	u32 zero = 0;
+	struct verdicts *v = bpf_map_lookup_elem(&verdicts_buf, &zero);
+
+	if (!v)
+		return NULL;
+	v->target = target;
+	v->idle_core = idle_core;
+	v->rules = 0;
+	v->counted = 0;
+	v->found = 0;
+	v->any = false;
+	v->walk_examined = 0;
+	v->walk_ns = 0;
+	return v;
+}
 
 /*
  * Every shadow rule on the same wakeup, with one walk. All depth-limited
@@ -492,8 +514,9 @@ __noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdic
 }
 
 /*
- * Count the verdicts: per rule (rule_stats), and the set of rules that
- * found, the active policy's bit included, when an idle CPU existed.
+ * Count the verdicts of the rules the statistics count: per rule
+ * (rule_stats), and the set of rules that found, the active policy's bit
+ * included, when an idle CPU existed.
  */
 __noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, bool existed,
 			      bool found)
@@ -505,7 +528,8 @@ __noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, b
 		return;
 	st->shadow_scan_ns += v->walk_ns;
 	st->shadow_examined += v->walk_examined;
-	set = (v->found | (found ? 1U << SISU_ACTIVE_BIT : 0)) & (SISU_FOUND_SETS - 1);
+	set = ((v->found & v->counted) | (found ? 1U << SISU_ACTIVE_BIT : 0)) &
+	      (SISU_FOUND_SETS - 1);
 	n = MEMBER_VPTR(st->found_sets, [set]);
 	if (existed && n)
 		(*n)++;
@@ -514,7 +538,7 @@ __noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, b
 		struct sisu_rule_stats *rs;
 		u32 key = r, examined = v->examined[r];
 
-		if (!(v->rules & (1U << r)))
+		if (!(v->counted & (1U << r)))
 			continue;
 		rs = bpf_map_lookup_elem(&rule_stats, &key);
 		if (!rs)
@@ -529,18 +553,82 @@ __noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, b
 }
 
 /*
+ * The adaptive rule judges its candidates on one scan in SISU_AUTO_SAMPLE
+ * per CPU: the estimates it needs are means, which a sample gives as well
+ * as every scan, at an eighth of the walks' cost. Where scans are rare, it
+ * judges the first one after SISU_AUTO_SAMPLE_NS instead, so that an LLC
+ * that scans little still gets enough to choose from, at a cost that is
+ * small there anyway. On the other scans a
+ * shadow SIS_PROP that only it judges is still charged what its scan would
+ * cost on average, so that its budget is spent as an active one's is.
+ * Global: the verifier walks the books' aging loop once, not on every
+ * path of the placement.
+ */
+__noinline bool auto_judges(s32 cpu, bool prop_judged)
+{
+	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	struct sisu_prop_books *sb;
+	u64 now = bpf_ktime_get_ns();
+
+	if (!c)
+		return false;
+	if (++c->auto_tick >= SISU_AUTO_SAMPLE || now - c->auto_judged_at > SISU_AUTO_SAMPLE_NS) {
+		c->auto_tick = 0;
+		c->auto_judged_at = now;
+		return true;
+	}
+	if (!prop_judged) {
+		sb = aged_books(c, SISU_BOOK_SHADOW);
+		if (sb)
+			sis_prop_spend(sb, sb->avg_scan_cost);
+	}
+	return false;
+}
+
+/*
+ * What the adaptive rule weighs (struct sisu_llc_scans; auto.rs). Global,
+ * so that the verifier walks its loop once, not on every path of the
+ * placement.
+ */
+__noinline void count_candidates(struct sisu_llc_scans *ls, const struct verdicts *v)
+{
+	u32 r;
+
+	if (!ls || !v)
+		return;
+	ls->judged++;
+	ls->walk_ns += v->walk_ns;
+	ls->walk_examined += v->walk_examined;
+	bpf_for(r, 0, SISU_NR_POLICIES) {
+		u64 *f = MEMBER_VPTR(ls->judged_found, [r]);
+		u64 *e = MEMBER_VPTR(ls->judged_examined, [r]);
+
+		if (!(AUTO_CANDIDATES & (1U << r)) || !f || !e)
+			continue;
+		if (v->found & (1U << r))
+			(*f)++;
+		*e += v->examined[r];
+	}
+}
+
+/*
  * Step 5 of the placement: scan the target's LLC under the active policy,
- * judge the shadow rules on the same idle state, and count what happened.
+ * judge the shadow rules (and the adaptive rule's candidates) on the same
+ * idle state, and count what happened. @pk->wait says what the wakee's
+ * wait will be counted as.
  */
 static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u32 pol,
-			   struct sisu_stats *st)
+			   struct pick *pk)
 {
-	u32 llc = llc_of(target);
+	u32 llc = llc_of(target), rule = rule_of(pol, llc);
+	struct sisu_cpu_ctx *c = cpu_ctx(bpf_get_smp_processor_id());
+	struct sisu_stats *st = stats_of(pol);
 	struct sisu_prop_books *ab = NULL;
-	struct verdicts v = { .target = target, .idle_core = idle_core };
+	struct verdicts *v = fresh_verdicts(target, idle_core);
 	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
+	bool existed, prop, timed, adaptive = pol == SISU_POL_AUTO;
+	struct sisu_llc_scans *ls = NULL;
 	const struct cpumask *idle;
-	bool existed, prop, timed;
 	struct depth d;
 	u64 t0 = 0, t = 0;
 
@@ -548,9 +636,15 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	 * The shadows look before the active scan claims anything. They are
 	 * judged only where the statistics count them.
 	 */
-	v.rules = st ? cfg.shadows & SHADOW_RULES : 0;
-	if (v.rules)
-		judge_shadows(p, &v);
+	if (v) {
+		v->counted = st ? cfg.shadows & SHADOW_RULES : 0;
+		v->rules = v->counted;
+		if (adaptive && auto_judges(bpf_get_smp_processor_id(),
+					    v->rules & (1U << SISU_POL_PROP)))
+			v->rules |= AUTO_CANDIDATES;
+		if (v->rules)
+			judge_shadows(p, v);
+	}
 
 	/*
 	 * An active SIS_PROP spends its own books, charged with its scan's
@@ -558,11 +652,11 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	 * (Scalars decide the timing: the verifier refuses the OR of two
 	 * pointers that a test of both could compile to.)
 	 */
-	prop = pol == SISU_POL_PROP && !idle_core;
+	prop = rule == SISU_POL_PROP && !idle_core;
 	if (prop)
-		ab = aged_books(cpu_ctx(bpf_get_smp_processor_id()), SISU_BOOK_ACTIVE);
-	policy_depth(pol, llc, idle_core, ab, &d);
-	timed = stats_on || prop;
+		ab = aged_books(c, SISU_BOOK_ACTIVE);
+	policy_depth(rule, llc, idle_core, ab, &d);
+	timed = stats_on || prop || adaptive;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
@@ -573,21 +667,39 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 		if (ab)
 			sis_prop_charge(ab, t);
 	}
-	if (!st)
+	pk->wait = sc.found >= 0 ? SISU_WAIT_FOUND : SISU_WAIT_NONE;
+	if (!st && !adaptive)
 		return sc.found;
 
 	/*
 	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
 	 * the idle mask still says whether an idle CPU was there to find.
 	 */
-	if (sc.found < 0 && !v.any) {
+	if (sc.found < 0 && !(v && v->any)) {
 		idle = scx_bpf_get_idle_cpumask();
 		existed = llc_has_idle(p, llc, idle);
 		scx_bpf_put_idle_cpumask(idle);
 	} else {
 		existed = true;
 	}
+	if (sc.found < 0 && existed)
+		pk->wait = SISU_WAIT_MISSED;
 
+	ls = bpf_map_lookup_elem(&llc_scans, &llc);
+	if (ls) {
+		ls->scan_ns += t;
+		ls->scan_examined += sc.examined;
+		if (v && adaptive && (v->rules & AUTO_CANDIDATES) == AUTO_CANDIDATES)
+			count_candidates(ls, v);
+	}
+	if (!st)
+		return sc.found;
+	if (adaptive) {
+		u64 *n = MEMBER_VPTR(st->auto_scans, [rule]);
+
+		if (n)
+			(*n)++;
+	}
 	st->scans++;
 	st->scan_ns += t;
 	st->scan_examined += sc.examined;
@@ -599,9 +711,10 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (sc.fell_back)
 		st->cache_fallback++;
 	matrix_add(st->found, existed, sc.found >= 0);
-	count_llc_scan(llc, existed, sc.found >= 0);
-	if (v.rules)
-		count_shadows(st, &v, existed, sc.found >= 0);
+	if (ls)
+		count_llc_scan(ls, existed, sc.found >= 0);
+	if (v && v->counted)
+		count_shadows(st, v, existed, sc.found >= 0);
 	return sc.found;
 }
 
@@ -639,6 +752,7 @@ __noinline void select_idle_sibling(struct task_struct *p __arg_trusted, s32 pre
 
 	if (!pk)
 		return;
+	pk->wait = SISU_WAIT_IDLE;
 
 	/*
 	 * With no idle CPU found, p waits on target. The kernel's later
@@ -675,7 +789,10 @@ __noinline void select_idle_sibling(struct task_struct *p __arg_trusted, s32 pre
 		}
 	}
 
-	cpu = select_idle_cpu(p, target, idle_core, pol, st);
+	/* SIS_CURRENT, where it is on, may send p to its waker instead. */
+	if (current_pick(p, target, pk, st))
+		return;
+	cpu = select_idle_cpu(p, target, idle_core, pol, pk);
 	if (cpu >= 0)
 		pick_idle(pk, cpu, SISU_OUT_SCAN);
 }
@@ -723,6 +840,79 @@ __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const st
 	if (n)
 		(*n)++;
 	count_moved(active_policy(), prev, pk->cpu);
+}
+
+/*
+ * The wait from a wakeup's placement to the task's first run, by what the
+ * placement found (enum sisu_wait): what a found-rate cannot say is what
+ * a miss costs. Timed while the statistics count, or the adaptive rule,
+ * which weighs a find by them, is active.
+ */
+__hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol)
+{
+	struct task_ctx *tctx;
+	u32 kind = SISU_WAIT_IDLE;
+
+	if (!stats_on && pol != SISU_POL_AUTO)
+		return;
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (!tctx)
+		return;
+	if (pk->outcome == SISU_OUT_SCAN)
+		kind = SISU_WAIT_FOUND;
+	else if (pk->outcome == SISU_OUT_BUSY)
+		kind = pol == SISU_POL_BUILTIN ? SISU_WAIT_NONE : pk->wait;
+	tctx->wake_kind = kind;
+	tctx->wake_llc = llc_of(pk->cpu);
+	tctx->woke_at = bpf_ktime_get_ns();
+}
+
+/* @p runs at @now: the wait since its wakeup's placement ends, and is counted. */
+__hidden void wait_end(struct task_struct *p, u64 now)
+{
+	struct sisu_llc_scans *ls;
+	struct task_ctx *tctx;
+	struct sisu_stats *st;
+	u32 kind, llc;
+	u64 w, *n;
+
+	if (!stats_on && active_policy() != SISU_POL_AUTO)
+		return;
+	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+	if (!tctx || !tctx->woke_at)
+		return;
+	w = now > tctx->woke_at ? now - tctx->woke_at : 0;
+	tctx->woke_at = 0;
+	kind = tctx->wake_kind;
+	llc = tctx->wake_llc;
+	st = stats_of(active_policy());
+	if (st) {
+		n = MEMBER_VPTR(st->waits, [kind]);
+		if (n)
+			(*n)++;
+		n = MEMBER_VPTR(st->wait_ns, [kind]);
+		if (n)
+			*n += w;
+		n = MEMBER_VPTR(st->wait_hist, [kind][wait_slot(w)]);
+		if (n)
+			(*n)++;
+	}
+	if (kind != SISU_WAIT_MISSED && kind != SISU_WAIT_NONE && kind != SISU_WAIT_FOUND)
+		return;
+	ls = bpf_map_lookup_elem(&llc_scans, &llc);
+	if (!ls)
+		return;
+	if (kind == SISU_WAIT_FOUND) {
+		ls->found_waits++;
+		ls->found_wait_ns += w;
+		return;
+	}
+	ls->queued_waits++;
+	ls->queued_wait_ns += w;
+	if (kind == SISU_WAIT_MISSED) {
+		ls->missed_waits++;
+		ls->missed_wait_ns += w;
+	}
 }
 
 /* --- fork ----------------------------------------------------------- */
@@ -847,7 +1037,7 @@ __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 {
 	u32 pol = active_policy();
 	struct sisu_stats *st = stats_of(pol);
-	struct pick pk;
+	struct pick pk = {};
 	u64 immed;
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP) || __COMPAT_is_enq_cpu_selected(enq_flags) ||
@@ -865,6 +1055,7 @@ __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 		cache_woke(p, &pk, st);
 	}
 	count_wakeup(st, cpu, cpu, &pk, true);
+	note_wake(p, &pk, pol);
 	immed = note_placed(p, &pk);
 	if (pk.outcome == SISU_OUT_BUSY)
 		return false;

@@ -19,8 +19,9 @@
  *    of them rather than queue the wakee on a busy CPU.
  *
  * What is short is ours to say: a sleep under the kernel's migration cost
- * (sysctl_sched_migration_cost, 500 us), the time within which the kernel
- * holds a task cache-hot on its CPU (task_hot()). The average moves as the
+ * (sysctl_sched_migration_cost, migration_cost_ns: 500 us unless tuned),
+ * the time within which the kernel holds a task cache-hot on its CPU
+ * (task_hot()). The average moves as the
  * kernel's update_avg() moves its averages, an eighth of the way to each
  * sample. Only the active scan skips, CPU by CPU (the idle-core search
  * takes whole idle cores as before), while cfg.sis_cache is on; the
@@ -30,8 +31,6 @@
  * cache_reclaimed (wakeups onto the CPU kept for them).
  */
 #include "sisutil.bpf.h"
-
-#define SIS_CACHE_SHORT_NS 500000ULL
 
 /* update_avg(): an eighth of the way from @avg to @sample. */
 static u64 toward(u64 avg, u64 sample)
@@ -94,6 +93,6 @@ __hidden void cache_woke(struct task_struct *p, const struct pick *pk, struct si
 		return;
 	slept = now > tctx->slept_at ? now - tctx->slept_at : 0;
 	tctx->slept_at = 0;
-	if (slept < SIS_CACHE_SHORT_NS)
+	if (slept < migration_cost_ns)
 		tctx->sleep_avg = toward(tctx->sleep_avg, slept);
 }

@@ -100,10 +100,16 @@ static inline u64 sis_prop_nr(u32 width, u64 wake_avg_idle, u64 avg_scan_cost)
 	return SIS_PROP_MIN_NR;
 }
 
+/* Spend @ns of the budget, never below zero. */
+static inline void sis_prop_spend(struct sisu_prop_books *b, u64 ns)
+{
+	b->wake_avg_idle -= b->wake_avg_idle < ns ? b->wake_avg_idle : ns;
+}
+
 /* A scan took @scan_ns: spend it from the budget and learn the cost. */
 static inline void sis_prop_charge(struct sisu_prop_books *b, u64 scan_ns)
 {
-	b->wake_avg_idle -= b->wake_avg_idle < scan_ns ? b->wake_avg_idle : scan_ns;
+	sis_prop_spend(b, scan_ns);
 	sis_avg_update(&b->avg_scan_cost, scan_ns);
 }
 

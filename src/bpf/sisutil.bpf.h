@@ -14,6 +14,8 @@
  *			place_entity()), and the rescues sched_ext needs
  *	sis_cache.bpf.c	SIS_CACHE: CPUs kept for short sleepers, which the
  *			scan passes over
+ *	sis_current.bpf.c SIS_CURRENT: a short pair's wakee joins its waker
+ *			instead of a scan
  */
 #ifndef __SISUTIL_BPF_H
 #define __SISUTIL_BPF_H
@@ -71,6 +73,12 @@ extern const volatile u32 node_pkg[SISU_MAX_LLCS];
 extern const volatile u32 pkg_width[SISU_MAX_LLCS];
 
 extern const volatile u64 slice_ns;
+
+/*
+ * The kernel's sysctl_sched_migration_cost, read at load: how long a task
+ * stays cache-hot, the bound of SIS_CACHE's and SIS_CURRENT's "short".
+ */
+extern const volatile u64 migration_cost_ns;
 extern const volatile bool stats_on;
 
 /* Wakeups may target the waker's CPU (see wake_target()). */
@@ -139,6 +147,34 @@ struct rule_stats_map {
 };
 extern struct rule_stats_map rule_stats SEC(".maps");
 
+/*
+ * The shadow rules' verdicts on one scan, made before the active scan
+ * claims anything (judge_shadows()). One record per CPU, in a map rather
+ * than on the stack, where it would take the call chain from enqueue down
+ * to scan_llc() past the verifier's 512 bytes: a placement never nests on
+ * its CPU (the kernel calls select_cpu and enqueue with interrupts off).
+ */
+struct verdicts {
+	s32 target;
+	bool idle_core;
+	u32 rules;			/* in: bits of enum sisu_policy */
+	u32 counted;			/* in: ... of those the statistics count */
+	u32 found;			/* out: bits of the rules that would have found */
+	bool any;			/* the walk found an idle CPU */
+	u32 walk_examined;		/* CPUs the walk examined */
+	u64 walk_ns;			/* ... in this time */
+	u64 limit[SISU_NR_POLICIES];	/* each rule's depth limit */
+	u32 examined[SISU_NR_POLICIES];	/* CPUs each rule's scan examines */
+};
+
+struct verdicts_map {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct verdicts);
+};
+extern struct verdicts_map verdicts_buf SEC(".maps");
+
 /* What the kernel keeps in task_struct and sched_entity. */
 struct task_ctx {
 	s32 recent_used_cpu;
@@ -150,6 +186,12 @@ struct task_ctx {
 	u32 placed;	/* outcome + 1 of its placement on a CPU found idle, 0 if none */
 	u64 slept_at;	/* SIS_CACHE: when it last went to sleep (ns), 0 if awake */
 	u64 sleep_avg;	/* ... its average short sleep (ns) */
+	u64 ran_at;	/* SIS_CURRENT: when it last switched in (ns), 0 if out */
+	u64 run_acc;	/* ... what it ran since it last slept (ns) */
+	u64 dur_avg;	/* ... its average run between sleeps (ns) */
+	u64 woke_at;	/* when its wakeup was placed (ns), 0 once it ran */
+	u32 wake_kind;	/* ... what the placement found (enum sisu_wait) */
+	u32 wake_llc;	/* ... in which LLC */
 };
 
 struct task_ctx_map {
@@ -355,8 +397,12 @@ static __always_inline u32 active_policy(void)
 	return pol < SISU_NR_POLICIES ? pol : SISU_POL_UTIL;
 }
 
-/* The rules a shadow may be: all but the built-in selection, which claims. */
-#define SHADOW_RULES	((1U << SISU_NR_POLICIES) - 1 - (1U << SISU_POL_BUILTIN))
+/*
+ * The rules a shadow may be: all but the built-in selection, which claims,
+ * and the adaptive rule, which chooses from the shadow's verdicts.
+ */
+#define SHADOW_RULES	((1U << SISU_NR_POLICIES) - 1 - (1U << SISU_POL_BUILTIN) - \
+			 (1U << SISU_POL_AUTO))
 _Static_assert(SISU_ACTIVE_BIT == SISU_NR_POLICIES, "the active bit follows the rules' bits");
 _Static_assert(SISU_FOUND_SETS == 1 << (SISU_ACTIVE_BIT + 1), "a slot per set of rules");
 
@@ -443,6 +489,8 @@ static __always_inline u64 vclock_of(s32 cpu)
 struct pick {
 	s32 cpu;
 	u32 outcome;	/* enum sisu_outcome */
+	u32 wait;	/* enum sisu_wait: what its wait will be counted as */
+	bool waker;	/* in: the running task woke it (select_cpu), so SIS_CURRENT may apply */
 };
 
 static __always_inline void pick_idle(struct pick *pk, s32 cpu, u32 outcome)
@@ -464,6 +512,8 @@ __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const st
 __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags);
 __hidden u64 note_placed(struct task_struct *p, const struct pick *pk);
 __hidden bool handed_back(struct task_struct *p, u64 enq_flags);
+__hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol);
+__hidden void wait_end(struct task_struct *p, u64 now);
 __hidden void idle_enter(s32 cpu, struct sisu_cpu_ctx *c);
 __hidden void idle_exit(struct sisu_cpu_ctx *c, u64 now);
 
@@ -474,6 +524,12 @@ __noinline bool balance(s32 cpu, s32 own);
 __noinline s32 spread(s32 cpu);
 __hidden bool push_marked(const struct task_struct *p, s32 cpu);
 __hidden bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags);
+
+/* sis_current.bpf.c */
+__hidden void current_run(struct task_struct *p, u64 now);
+__hidden void current_stop(struct task_struct *p, bool runnable, u64 now);
+__hidden bool current_pick(struct task_struct *p, s32 target, struct pick *pk,
+			   struct sisu_stats *st);
 
 /* sis_cache.bpf.c */
 __hidden void cache_keep(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now);

@@ -1,0 +1,162 @@
+# The adaptive rule (2 LLCs of 4 CPUs with CPU 7 offline: LLCs of 4 and 3
+# CPUs). It chooses per LLC, each LLC the candidate its own measurements
+# rank first: with one LLC saturated and the other busy but with idle
+# CPUs, at the same time, the first scans with util's depth. At moderate
+# load it finds at least what prop's depth would on the same wakeups
+# where a find saves time, and keeps util's depth where it does not; it
+# keeps util's cut at saturation. The waits it weighs finds by are timed
+# for every wakeup, and a wakee with no idle CPU waits about a slice.
+# shape: 2x4
+# timeout: 900
+. /tests/vm/lib.sh
+
+SPINS=
+spin() {
+	taskset -c "$1" sh -c 'while :; do :; done' &
+	SPINS="$SPINS $!"
+}
+unspin() {
+	[ -n "$SPINS" ] || return 0
+	kill $SPINS 2>/dev/null
+	wait $SPINS 2>/dev/null
+	SPINS=
+}
+
+# llc_rec IDX JSON: LLC IDX's record of the statistics in JSON.
+llc_rec() { echo "$2" | grep -o '"llcs":{.*' | grep -o "\"$1\":{[^}]*}" | head -n1; }
+
+# follows_gains JSON: every LLC's rule is the candidate its gains
+# (util/prop/full) rank first, or one within 10% of it (the switching
+# margin), or gains were not measured yet there.
+follows_gains() {
+	for _l in 0 1; do
+		_r=$(llc_rec $_l "$1")
+		_rule=$(json_str auto_rule "$_r")
+		_g=$(echo "$_r" | grep -o '"auto_gain_ns":\[[^]]*\]' | cut -d'[' -f2 | tr -d ']' | tr ',' ' ')
+		log "LLC $_l: $_rule, gains util/prop/full ${_g:-(not yet)}, S $(echo "$_r" | grep -o '"auto_saved_us":[-0-9.e]*' | cut -d: -f2) us, c $(json_field auto_cpu_ns "$_r") ns"
+		[ -z "$_g" ] && continue
+		echo "$_rule $_g" | awk '{ i = ($1 == "util") ? 2 : ($1 == "prop") ? 3 : 4; b = $2; if ($3 > b) b = $3; if ($4 > b) b = $4;
+			m = 0.1 * (b < 0 ? -b : b); c = $i < 0 ? -$i : $i; if (0.1 * c > m) m = 0.1 * c; exit !(b - $i <= m + 1) }' || return 1
+	done
+}
+
+# saves JSON: "yes" when a find saves time (S > 0) in every LLC.
+saves() {
+	for _l in 0 1; do
+		_sv=$(llc_rec $_l "$1" | grep -o '"auto_saved_us":[-0-9.e]*' | cut -d: -f2)
+		awk "BEGIN { exit !(${_sv:-0} > 0) }" || { echo no; return; }
+	done
+	echo yes
+}
+
+# wait_rec KIND FIELD JSON: a field of the waits of KIND.
+wait_rec() { echo "$3" | grep -o '"waits":{.*' | grep -o "\"$1\":{[^}]*}" | head -n1 | grep -o "\"$2\":[0-9.]*" | cut -d: -f2; }
+
+echo 0 >/sys/devices/system/cpu/cpu7/online
+check "CPU 7 went offline" [ "$(cat /sys/devices/system/cpu/cpu7/online)" = 0 ]
+check "loads with --policy auto --shadow util,prop" start_sched /tmp/auto.log --policy auto --shadow util,prop
+s=$($SCHED stats --json)
+check "its topology has LLCs of 4 and 3 CPUs" says "$s" '"topology":"[^"]*4/3 CPUs'
+
+# load NAME SPINNERS...: spinners on those CPUs and a hackbench of 2
+# senders and 2 receivers pinned in each LLC, for 6 s after 4 s to settle;
+# the statistics over the 6 s in $s.
+load() {
+	_name=$1
+	shift
+	for _c in "$@"; do spin $_c; done
+	taskset -c 0-3 hackbench -g 1 -f 2 -l 100000000 >/dev/null 2>&1 &
+	_h0=$!
+	taskset -c 4-6 hackbench -g 1 -f 2 -l 100000000 >/dev/null 2>&1 &
+	_h1=$!
+	sleep 4
+	$SCHED reset-stats >/dev/null
+	sleep 6
+	s=$($SCHED stats --json)
+	kill $_h0 $_h1 2>/dev/null
+	wait $_h0 $_h1 2>/dev/null
+	killall hackbench 2>/dev/null
+	unspin
+	log "$_name: LLC 0 $(llc_rec 0 "$s")"
+	log "$_name: LLC 1 $(llc_rec 1 "$s")"
+	sleep 1
+}
+
+log "LLC 0 saturated, LLC 1 busy with idle CPUs, at the same time"
+# LLC 0: a spinner on each CPU beside its hackbench: its scans find
+# nothing. LLC 1: its hackbench alone, 4 tasks on 3 CPUs, which leaves
+# idle CPUs past util's depth (measured: found 343-349 of about 350, util's
+# depth alone would miss about a tenth more).
+load split 0 1 2 3
+r0=$(json_str auto_rule "$(llc_rec 0 "$s")")
+check "the saturated LLC scans with util's depth ($r0)" [ "$r0" = util ]
+# Each LLC's rule is the one its own measurements rank first, within the
+# margin (a switch wants 10% more gain), whatever they say on this guest.
+check "each LLC's rule is the candidate its own gains rank first" follows_gains "$s"
+
+log "both LLCs at moderate load"
+load both
+check "each LLC's rule is the candidate its own gains rank first" follows_gains "$s"
+found=$(json_field idle_found "$s" | head -n1)
+missed=$(json_field idle_missed "$s" | head -n1)
+auto_only=$(json_rec active/prop first_only "$s")
+prop_only=$(json_rec active/prop second_only "$s")
+log "auto found $found, missed $missed; prop's depth would find $(json_rec prop would_find "$s"), miss $(json_rec prop would_miss "$s"); only auto $auto_only, only prop $prop_only"
+log "auto scanned with util $(json_field auto_util_scans "$s"), prop $(json_field auto_prop_scans "$s"), full $(json_field auto_full_scans "$s") times"
+check "scans had idle CPUs to find ($((found + missed)))" [ $((found + missed)) -gt 100 ]
+# Where a find saves the wakee time (S > 0 in every LLC), auto finds at
+# least what prop's depth would: what only prop's would have found is at
+# most 2% of the scans with an idle CPU more than what only auto's did.
+# Where it costs time (S <= 0: waking an idle CPU takes longer than the
+# queue), auto keeps util's depth in most scans instead.
+if [ "$(saves "$s")" = yes ]; then
+	check "finding pays here, and auto finds at least what prop's depth would ($auto_only only auto, $prop_only only prop)" \
+		[ $(((prop_only - auto_only) * 50)) -le $((found + missed)) ]
+else
+	au=$(json_field auto_util_scans "$s")
+	all=$((au + $(json_field auto_prop_scans "$s") + $(json_field auto_full_scans "$s")))
+	check "finding costs time here, and auto keeps util's depth in most scans ($au of $all)" \
+		[ $((au * 2)) -gt "$all" ]
+fi
+
+log "the waits, under util at the same load"
+check "switched to util" switch_to util
+load waits
+wakeups=$(json_field wakeups "$s" | head -n1)
+timed=0
+for k in idle found missed none; do
+	n=$(wait_rec $k count "$s")
+	log "  $k: ${n:-0} wakeups, mean $(wait_rec $k mean_us "$s") us, p50 $(wait_rec $k p50_us "$s") p90 $(wait_rec $k p90_us "$s") p99 $(wait_rec $k p99_us "$s")"
+	timed=$((timed + ${n:-0}))
+done
+# Every wakeup placed is timed once, when it first runs.
+check "every wakeup's wait is timed ($timed of $wakeups)" near "$wakeups" "$timed"
+check "misses and finds were both timed" [ -n "$(wait_rec found mean_us "$s")" -a -n "$(wait_rec missed mean_us "$s")" ]
+check "the text report has the waits table" says "$($SCHED stats)" '^\| +The wakeup.s placement +\| +Wakeups'
+check "switched back to auto" switch_to auto
+
+log "saturation"
+for c in 0 1 2 3 4 5 6; do spin $c; done
+sleep 2
+$SCHED reset-stats >/dev/null
+hackbench -g 2 -l 300 >/tmp/hb.log 2>&1
+s=$($SCHED stats --json)
+unspin
+au=$(json_field auto_util_scans "$s")
+ap=$(json_field auto_prop_scans "$s")
+af=$(json_field auto_full_scans "$s")
+log "auto scanned with util $au, prop $ap, full $af times"
+check "hackbench completed" grep -q '^Time:' /tmp/hb.log
+check "at saturation it keeps util's cut in >= 80% of scans" [ $((au * 100)) -ge $((80 * (au + ap + af))) ]
+# A wakee with no idle CPU to go to waits in a queue behind a spinner,
+# which runs out its 3 ms slice: the measured waits are of that order
+# (between a tenth of a slice and three slices), not of a BPF op's.
+nw=$(wait_rec none mean_us "$s")
+log "waits with no idle CPU: $(wait_rec none count "$s"), mean $nw us, p90 $(wait_rec none p90_us "$s") us"
+check "a wakee with no idle CPU waits about a slice ($nw us)" awk "BEGIN { exit !(${nw:-0} >= 300 && ${nw:-0} <= 9000) }"
+
+expect_error 2 "expected off, all, or a comma-separated list" $SCHED set shadow auto
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+echo 1 >/sys/devices/system/cpu/cpu7/online
+finish
