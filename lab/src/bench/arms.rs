@@ -26,13 +26,16 @@ pub enum ArmKind {
     Eevdf,
     /// The same with the kernel's SIS_UTIL feature off.
     EevdfNoSisUtil,
-    /// This scheduler with a policy (and SIS_CACHE, for a `+cache` arm;
-    /// arms saved before it read as without).
+    /// This scheduler with a policy (and SIS_CACHE for a `+cache` arm,
+    /// SIS_CURRENT for a `+current` one; arms saved before them read as
+    /// without).
     Scx {
         policy: Policy,
         small_llc: u32,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         sis_cache: bool,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        sis_current: bool,
     },
     /// Another sched_ext scheduler, started with a shell command.
     External { command: String },
@@ -48,13 +51,24 @@ pub struct Arm {
 impl Arm {
     /// A built-in arm: eevdf, eevdf-nosisutil, a policy name, or
     /// util-small[=N] (the review's small-LLC rule, N defaults to 16); a
-    /// policy arm ending in `+cache` runs with SIS_CACHE.
+    /// policy arm ending in `+cache` runs with SIS_CACHE, one ending in
+    /// `+current` with SIS_CURRENT (both: `+cache+current`).
     pub fn parse(s: &str) -> Result<Arm> {
-        if let Some(base) = s.strip_suffix("+cache") {
+        for option in ["+cache", "+current"] {
+            let Some(base) = s.strip_suffix(option) else {
+                continue;
+            };
             let mut arm = Arm::parse(base)?;
             match &mut arm.kind {
-                ArmKind::Scx { sis_cache, .. } => *sis_cache = true,
-                _ => bail!("arm {s}: +cache needs one of this scheduler's policies"),
+                ArmKind::Scx {
+                    sis_cache,
+                    sis_current,
+                    ..
+                } => match option {
+                    "+cache" => *sis_cache = true,
+                    _ => *sis_current = true,
+                },
+                _ => bail!("arm {s}: {option} needs one of this scheduler's policies"),
             }
             arm.name = s.to_string();
             return Ok(arm);
@@ -77,19 +91,22 @@ impl Arm {
                         policy: Policy::Util,
                         small_llc: small,
                         sis_cache: false,
+                        sis_current: false,
                     }
                 } else if !n.is_empty() {
                     bail!("arm {s}: only util-small takes a value");
                 } else {
                     let policy = s.parse::<Policy>().map_err(|_| {
                         anyhow!(
-                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, util, prop, full, none, builtin, util-small[=N], any of these but eevdf with +cache)"
+                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, {}, util-small[=N], any of these but eevdf with +cache or +current)",
+                            Policy::names()
                         )
                     })?;
                     ArmKind::Scx {
                         policy,
                         small_llc: 0,
                         sis_cache: false,
+                        sis_current: false,
                     }
                 }
             }
@@ -249,6 +266,7 @@ impl Machine {
                 policy,
                 small_llc,
                 sis_cache,
+                sis_current,
             } => {
                 self.stop_external()?;
                 self.restore_sis_util()?;
@@ -257,6 +275,7 @@ impl Machine {
                     policy: Some(*policy),
                     small_llc: Some(*small_llc),
                     sis_cache: Some(*sis_cache),
+                    sis_current: Some(*sis_current),
                     ..Default::default()
                 })
                 .with_context(|| format!("cannot switch to {}", arm.name))?;
@@ -460,7 +479,8 @@ mod tests {
             ArmKind::Scx {
                 policy: Policy::Prop,
                 small_llc: 0,
-                sis_cache: false
+                sis_cache: false,
+                sis_current: false
             }
         );
         assert_eq!(
@@ -468,7 +488,8 @@ mod tests {
             ArmKind::Scx {
                 policy: Policy::Util,
                 small_llc: 16,
-                sis_cache: false
+                sis_cache: false,
+                sis_current: false
             }
         );
         assert_eq!(
@@ -476,7 +497,8 @@ mod tests {
             ArmKind::Scx {
                 policy: Policy::Util,
                 small_llc: 8,
-                sis_cache: false
+                sis_cache: false,
+                sis_current: false
             }
         );
         assert_eq!(
@@ -484,9 +506,21 @@ mod tests {
             ArmKind::Scx {
                 policy: Policy::Prop,
                 small_llc: 0,
-                sis_cache: true
+                sis_cache: true,
+                sis_current: false
             }
         );
+        assert_eq!(
+            Arm::parse("util+cache+current").unwrap().kind,
+            ArmKind::Scx {
+                policy: Policy::Util,
+                small_llc: 0,
+                sis_cache: true,
+                sis_current: true
+            }
+        );
+        assert!(Arm::parse("auto").unwrap().is_scx());
+        assert!(Arm::parse("eevdf+current").is_err());
         assert_eq!(
             Arm::parse("util-small=8+cache").unwrap().name,
             "util-small=8+cache"

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 
+use super::rank;
 use super::report;
 use super::results::{PointResult, Results};
 use super::search::Search;
@@ -76,6 +77,11 @@ pub struct TableOpts {
     /// and what Welch's test says of it
     #[arg(long)]
     pub verdict: bool,
+    /// A row per point: the rules ranked by the shadow's found-rate and by
+    /// the measured result, Kendall's tau, and the exact test pooled over
+    /// the points (runs with --shadow all and the rules as arms)
+    #[arg(long)]
+    pub rank: bool,
 }
 
 /// A run as the table names it.
@@ -497,11 +503,68 @@ fn verdict(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     ))
 }
 
+/// The rankings of the selected points of every run, a row each, and the
+/// test pooled over them all.
+fn rank_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
+    let mut rows = Vec::new();
+    let mut all = Vec::new();
+    for run in runs {
+        let chosen = select_points(opts, &run.results)?;
+        for r in rank::ranks(&run.results) {
+            if !chosen
+                .iter()
+                .any(|p| p.point.section == r.section && p.point.label == r.label)
+            {
+                continue;
+            }
+            let (by_found, by_result) = r.orders();
+            let found: Vec<String> = r
+                .rules
+                .iter()
+                .map(|(n, f, _)| format!("{n} {f:.1}"))
+                .collect();
+            let mut label = format!("{}, {}", r.section, r.label);
+            if runs.len() > 1 {
+                label = format!("{}: {label}", run.name);
+            }
+            rows.push(vec![
+                label,
+                found.join(", "),
+                by_found,
+                format!("{by_result} ({})", r.metric),
+                format!("{:+.2}", r.tau),
+                if r.spread_significant { "yes" } else { "no" }.into(),
+            ]);
+            all.push(r);
+        }
+    }
+    let Some((s, p)) = rank::pooled_p(&all) else {
+        bail!("no point has three or more rules both measured and judged in the shadow");
+    };
+    let head = [
+        "point",
+        "found % (shadow)",
+        "by found-rate",
+        "by result",
+        "Kendall tau",
+        "best vs worst significant",
+    ]
+    .map(String::from);
+    Ok(format!(
+        "{}\nOver {} points: Kendall's S summed {s:+}, {} (exact, one-sided: that more finding goes with better results).\n",
+        markdown(&head, &rows),
+        all.len(),
+        fmt_p(p)
+    ))
+}
+
 /// What `sisutil-lab table` prints.
 pub fn render(opts: &TableOpts, root: &Path) -> Result<String> {
     let runs = load_runs(opts, root)?;
     if opts.verdict {
         verdict(opts, &runs)
+    } else if opts.rank {
+        rank_rows(opts, &runs)
     } else if opts.shadow {
         shadow(opts, &runs)
     } else if !opts.search.is_empty() {

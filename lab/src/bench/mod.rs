@@ -11,6 +11,7 @@ mod fixture;
 mod layouts;
 mod options;
 pub mod plot;
+pub mod rank;
 pub mod report;
 pub mod results;
 mod run;

@@ -27,8 +27,9 @@ pub enum Preset {
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchOpts {
     /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, util,
-    /// prop, full, none, builtin, util-small[=N]; a policy arm with
-    /// +cache (util+cache) runs with SIS_CACHE
+    /// prop, full, none, builtin, auto, util-small[=N]; a policy arm with
+    /// +cache (util+cache) runs with SIS_CACHE, with +current with
+    /// SIS_CURRENT
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
     /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)
