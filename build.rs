@@ -40,6 +40,7 @@ fn main() {
         .add_source("src/bpf/vtime.bpf.c")
         .add_source("src/bpf/sis_cache.bpf.c")
         .add_source("src/bpf/sis_current.bpf.c")
+        .add_source("src/bpf/trace.bpf.c")
         .compile_link_gen()
         .unwrap();
 

@@ -146,11 +146,36 @@ pub enum Cmd {
     },
     /// Restart the running instance's statistics
     ResetStats,
+    /// Put the running instance's wakeups on record, without a reload:
+    /// what each placement decided and what the task then waited, into
+    /// DIR/wakeups.csv (and every LLC's state each interval into
+    /// DIR/llcs.csv); `sisutil-lab trace-report DIR` reads them
+    Trace(TraceOpts),
     /// Print the running instance's settings
     Status,
     /// Internal: removes the socket once the scheduler that started it ends
     #[command(name = "__watch-socket", hide = true)]
     WatchSocket,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceOpts {
+    /// The folder to write into (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub out: std::path::PathBuf,
+    /// One wakeup in N per CPU on record (1: every one)
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub every: u32,
+    /// How long; the scheduler stops by itself then, even if this command
+    /// is killed
+    #[arg(long, value_name = "SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub seconds: u32,
+    /// The most the records may take, in MB: the trace ends there
+    #[arg(long, value_name = "MB", default_value_t = 1024,
+          value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
+    pub max_mb: u32,
 }
 
 #[derive(Debug, Subcommand)]
@@ -219,6 +244,7 @@ impl RunOpts {
             small_llc: Some(self.small_llc),
             sis_cache: Some(self.sis_cache),
             sis_current: Some(self.sis_current),
+            trace: None,
             reset: false,
         };
         let defaults = Status {
@@ -228,6 +254,7 @@ impl RunOpts {
             sis_cache: false,
             sis_current: false,
             switches: 0,
+            trace: None,
         };
         start
             .apply_to(&defaults)
@@ -366,6 +393,23 @@ mod tests {
             })
         ));
         assert!(parse(&["--policy", "prop", "status"]).is_err());
+        let o = parse(&["trace", "--out", "/tmp/t", "--every", "64"]).unwrap();
+        assert!(matches!(
+            o.cmd,
+            Some(Cmd::Trace(TraceOpts {
+                every: 64,
+                seconds: 10,
+                ..
+            }))
+        ));
+        for bad in [
+            &["trace"][..],
+            &["trace", "--out", "/t", "--every", "0"],
+            &["trace", "--out", "/t", "--seconds", "0"],
+            &["trace", "--out", "/t", "--max-mb", "x"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
     }
 
     #[test]

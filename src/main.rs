@@ -13,6 +13,7 @@ mod sched;
 mod server;
 mod socket;
 mod stats;
+mod trace;
 mod utilisation;
 
 use sisutil_proto::{control, monitor, sysfs, topology};
@@ -147,6 +148,7 @@ fn run(opts: Opts) -> Result<()> {
             println!("{}", control::send(&change)?);
             Ok(())
         }
+        Some(Cmd::Trace(t)) => trace(&t),
         Some(Cmd::WatchSocket) => socket::run_watcher(),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);
@@ -157,6 +159,50 @@ fn run(opts: Opts) -> Result<()> {
             None => run_scheduler(&opts.run),
         },
     }
+}
+
+/// `scx_sisutil trace`: asks the running instance to put wakeups on
+/// record, waits, and asks it to stop. The instance ends the trace by
+/// itself at the time asked for, so a killed client leaves nothing on.
+fn trace(t: &cli::TraceOpts) -> Result<()> {
+    let dir = std::path::absolute(&t.out)
+        .with_context(|| format!("cannot resolve {}", t.out.display()))?;
+    let start = control::TraceStart {
+        dir: dir.to_string_lossy().into_owned(),
+        every: t.every,
+        seconds: t.seconds,
+        max_mb: t.max_mb,
+    };
+    let shutdown = shutdown_flag()?;
+    control::send(&Change {
+        trace: Some(control::TraceCmd::Start(start)),
+        ..Default::default()
+    })?;
+    println!(
+        "tracing one wakeup in {} per CPU into {} for {} s (Ctrl-C ends it sooner)",
+        t.every,
+        dir.display(),
+        t.seconds
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(t.seconds as u64);
+    while std::time::Instant::now() < until && !shutdown.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = control::send(&Change {
+        trace: Some(control::TraceCmd::Stop),
+        ..Default::default()
+    })?;
+    let Some(st) = status.trace else {
+        return Err(anyhow!("the running instance kept no trace"));
+    };
+    if let Some(why) = &st.ended {
+        return Err(anyhow!("the trace into {} ended early: {why}", st.dir));
+    }
+    println!(
+        "{} wakeups on record in {}/wakeups.csv, {} dropped (the ring was full), {} unread (the scheduler fell behind); `sisutil-lab trace-report {}` reads them",
+        st.records, st.dir, st.dropped, st.unread, st.dir
+    );
+    Ok(())
 }
 
 fn shutdown_flag() -> Result<Arc<AtomicBool>> {

@@ -22,12 +22,14 @@ use crate::auto::Auto;
 use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::control::Status;
+use crate::control::TraceCmd;
 use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy, Shadow};
 use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
 use crate::sysfs;
 use crate::topology::{self, Layout, Span};
+use crate::trace::{self, Tracer};
 use crate::utilisation::{self, Tracker};
 
 const ACTIVE: usize = bpf_intf::sisu_book_SISU_BOOK_ACTIVE as usize;
@@ -140,6 +142,8 @@ pub struct Scheduler<'a> {
     server: Server,
     /// The adaptive rule's state, while it is the policy.
     auto: Auto,
+    /// The trace's ring buffer and files.
+    tracer: Tracer,
 }
 
 impl<'a> Scheduler<'a> {
@@ -197,9 +201,11 @@ impl<'a> Scheduler<'a> {
             sis_cache: s.sis_cache,
             sis_current: s.sis_current,
             switches: 0,
+            trace: None,
         };
         write_cfg(&mut skel, &status, 1)?;
         let link = scx_ops_attach!(skel, sisutil_ops)?;
+        let tracer = Tracer::new(&skel.maps.trace_rb, &layout)?;
 
         let server = Server::launch(Path::new(crate::socket::SOCKET), stats::metas())
             .context("cannot start the stats server")?;
@@ -223,6 +229,7 @@ impl<'a> Scheduler<'a> {
             interval: s.interval,
             server,
             auto: Auto::default(),
+            tracer,
         };
         sched.restart_counting()?;
         Ok(sched)
@@ -243,10 +250,14 @@ impl<'a> Scheduler<'a> {
             if now >= next {
                 self.publish_depths();
                 self.choose_rules();
+                self.trace_llcs();
                 next += self.interval;
                 if next < now {
                     next = now + self.interval;
                 }
+            }
+            if self.tracer.poll() {
+                self.end_trace();
             }
             self.serve()?;
             std::thread::sleep(
@@ -254,6 +265,7 @@ impl<'a> Scheduler<'a> {
                     .min(SERVE_EVERY),
             );
         }
+        self.end_trace();
         // Dropping the link unregisters the scheduler; the kernel then
         // fills in why it exited.
         self.link.take();
@@ -315,6 +327,77 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// While a trace runs, every LLC's state this interval goes on record.
+    fn trace_llcs(&mut self) {
+        if !self.tracer.running() {
+            return;
+        }
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+            return;
+        };
+        let auto = self.status.policy == Policy::Auto;
+        let rows: Vec<(usize, f64, u32, &str)> = self
+            .layout
+            .llcs
+            .iter()
+            .enumerate()
+            .map(|(i, llc)| {
+                let width = llc.cpus.len();
+                let rec = &bss.llcs[i];
+                let util = 100.0 * rec.sum_util as f64
+                    / (width.max(1) as f64 * bpf_intf::SISU_CAPACITY as f64);
+                let rule = match self.auto.llcs.get(i) {
+                    Some(a) if auto => a.rule.name(),
+                    _ => "",
+                };
+                (width, util, rec.nr_idle_scan, rule)
+            })
+            .collect();
+        self.tracer.llcs(monotonic_ns(), &rows);
+    }
+
+    /// The trace's ring counts over all CPUs.
+    fn ring_counts(&self) -> trace::RingCounts {
+        ring_counts(&self.skel, self.layout.cpu_llc.len())
+    }
+
+    /// Starts or stops the trace; the trace's state.
+    fn trace_cmd(&mut self, cmd: &TraceCmd) -> Result<(), String> {
+        match cmd {
+            TraceCmd::Start(t) => {
+                trace::check_dir(&t.dir)?;
+                if t.every == 0 {
+                    return Err("a trace takes one wakeup in 1 or more".into());
+                }
+                let (skel, n) = (&self.skel, self.layout.cpu_llc.len());
+                self.tracer.start(t, || ring_counts(skel, n))?;
+                self.set_trace_every(t.every);
+                Ok(())
+            }
+            TraceCmd::Stop => {
+                self.end_trace();
+                Ok(())
+            }
+        }
+    }
+
+    /// Stops putting wakeups on record, then closes the files.
+    fn end_trace(&mut self) {
+        if !self.tracer.running() {
+            return;
+        }
+        self.set_trace_every(0);
+        let (skel, n) = (&self.skel, self.layout.cpu_llc.len());
+        self.tracer.stop(|| ring_counts(skel, n));
+    }
+
+    fn set_trace_every(&mut self, every: u32) {
+        if let Some(data) = self.skel.maps.data_data.as_deref_mut() {
+            // SAFETY: an aligned u32 store into the config BPF reads.
+            unsafe { ptr::write_volatile(&mut data.cfg.trace_every, every) };
+        }
+    }
+
     /// The adaptive rule, while it is the policy: every LLC's choice from
     /// what the interval measured (auto.rs), published to BPF.
     fn choose_rules(&mut self) {
@@ -339,7 +422,15 @@ impl<'a> Scheduler<'a> {
     }
 
     /// Applies a run-time change; the BPF side sees it at its next wakeup.
+    /// A trace request starts or stops the trace alone; every reply
+    /// carries the trace's state.
     fn apply(&mut self, change: &crate::control::Change) -> Result<Status, String> {
+        if let Some(cmd) = &change.trace {
+            self.trace_cmd(cmd)?;
+            let mut status = self.status.clone();
+            status.trace = self.tracer.state(self.ring_counts());
+            return Ok(status);
+        }
         let next = change.apply_to(&self.status)?;
         if next != self.status {
             // A new epoch restarts SIS_PROP's per-CPU state, and the
@@ -356,7 +447,9 @@ impl<'a> Scheduler<'a> {
             self.restart_counting().map_err(|e| format!("{e:#}"))?;
         }
         self.status = next;
-        Ok(self.status.clone())
+        let mut status = self.status.clone();
+        status.trace = self.tracer.state(self.ring_counts());
+        Ok(status)
     }
 
     fn reset_auto_rules(&mut self) {
@@ -507,12 +600,31 @@ impl<'a> Scheduler<'a> {
 
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
+        self.end_trace();
         self.link.take();
     }
 }
 
 /// Every CPU's copy of entry @key of the per-CPU array @map (none if
 /// the entry is absent), raw.
+/// The trace's ring counts, summed over the @n CPUs.
+fn ring_counts(skel: &BpfSkel, n: usize) -> trace::RingCounts {
+    let Some(bss) = skel.maps.bss_data.as_deref() else {
+        return trace::RingCounts::default();
+    };
+    // SAFETY: plain reads of counters BPF updates concurrently.
+    let read = |f: fn(&crate::bpf_skel::types::sisu_cpu_ctx) -> &u64| -> u64 {
+        bss.cpus[..n]
+            .iter()
+            .map(|c| unsafe { ptr::read_volatile(f(c)) })
+            .sum()
+    };
+    trace::RingCounts {
+        sent: read(|c| &c.trace_sent),
+        dropped: read(|c| &c.trace_dropped),
+    }
+}
+
 fn per_cpu(map: &impl MapCore, key: u32, what: &str) -> Result<Vec<Vec<u8>>> {
     Ok(map
         .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
@@ -562,6 +674,10 @@ fn publish_topology(
         .llc_scans
         .set_max_entries(l.llcs.len() as u32)
         .context("cannot size the per-LLC scan map")?;
+    skel.maps
+        .trace_rb
+        .set_max_entries(trace::RING_BYTES)
+        .context("cannot size the trace's ring buffer")?;
     rodata.smt_on = l.smt;
     rodata.slice_ns = s.slice.as_nanos() as u64;
     rodata.migration_cost_ns = match s.migration_cost {

@@ -370,6 +370,7 @@ mod tests {
                                 sis_cache: false,
                                 sis_current: false,
                                 switches: 1,
+                                trace: None,
                             }
                         }));
                     }

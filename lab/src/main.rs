@@ -8,6 +8,7 @@
 mod bench;
 mod shape;
 mod streambench;
+mod trace;
 mod wakebench;
 mod ycsb;
 
@@ -75,6 +76,11 @@ enum Cmd {
         #[arg(long)]
         update: bool,
     },
+    /// Read a trace of the scheduler (`scx_sisutil trace --out DIR`): the
+    /// waits from wakeup to first run by rule and by what the placement
+    /// found, the wakers whose wakees missed most; writes DIR/report.txt,
+    /// DIR/waits.svg and a Perfetto trace, DIR/trace.pftrace
+    TraceReport { dir: PathBuf },
     /// Print a VM shape's numbers (scripts/vm.sh's grammar: LxC[xT] or
     /// SsLlCc[Tt][-npsN]) as shell assignments
     Shape { shape: String },
@@ -169,6 +175,7 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Docs { files, update } => bench::cite::docs(&files, update),
         Cmd::Shape { shape } => shape::main(&shape),
+        Cmd::TraceReport { dir } => trace::main(&dir),
         Cmd::Wakebench(cfg) => wakebench::main(&cfg),
         Cmd::Streambench(cfg) => streambench::main(&cfg),
         Cmd::Ycsb(cfg) => ycsb::main(&cfg),

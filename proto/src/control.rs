@@ -31,8 +31,49 @@ pub struct Change {
     pub sis_cache: Option<bool>,
     /// SIS_CURRENT on or off (docs/policies.md).
     pub sis_current: Option<bool>,
+    /// Start or stop putting wakeups on record (the trace).
+    pub trace: Option<TraceCmd>,
     /// Restart the counters without changing anything else.
     pub reset: bool,
+}
+
+/// What to do with the trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceCmd {
+    Start(TraceStart),
+    Stop,
+}
+
+/// A trace to start: wakeups on record into `dir` (the scheduler writes
+/// `wakeups.csv` and `llcs.csv` there), one in `every` per CPU, for at
+/// most `seconds` and `max_mb` megabytes, whichever ends it first: a
+/// client that dies does not leave it running.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceStart {
+    pub dir: String,
+    pub every: u32,
+    pub seconds: u32,
+    pub max_mb: u32,
+}
+
+/// The trace as the scheduler last ran it (the running one's, or the
+/// last one's after it ended).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceState {
+    pub dir: String,
+    pub every: u32,
+    /// Still putting wakeups on record.
+    pub running: bool,
+    /// Records written to wakeups.csv.
+    pub records: u64,
+    /// Records the ring buffer had no room for.
+    pub dropped: u64,
+    /// Records BPF sent that the scheduler's thread had not read when the
+    /// trace ended (it fell behind the wakeups).
+    #[serde(default)]
+    pub unread: u64,
+    /// Why it ended early, if it did (a full disk, its size cap, its time).
+    pub ended: Option<String>,
 }
 
 /// The instance's settings after a request.
@@ -48,6 +89,10 @@ pub struct Status {
     #[serde(default)]
     pub sis_current: bool,
     pub switches: u64,
+    /// The trace, in a reply to a trace request; never part of the
+    /// settings a switch compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceState>,
 }
 
 impl std::fmt::Display for Status {
@@ -91,6 +136,17 @@ impl Change {
         if let Some(on) = self.sis_current {
             args.push(("sis_current".into(), on_off(on).into()));
         }
+        match &self.trace {
+            Some(TraceCmd::Start(t)) => {
+                args.push(("trace".into(), "start".into()));
+                args.push(("trace_dir".into(), t.dir.clone()));
+                args.push(("trace_every".into(), t.every.to_string()));
+                args.push(("trace_seconds".into(), t.seconds.to_string()));
+                args.push(("trace_max_mb".into(), t.max_mb.to_string()));
+            }
+            Some(TraceCmd::Stop) => args.push(("trace".into(), "stop".into())),
+            None => {}
+        }
         if self.reset {
             args.push(("reset".into(), "1".into()));
         }
@@ -99,8 +155,30 @@ impl Change {
 
     pub fn from_args(args: &BTreeMap<String, String>) -> Result<Self> {
         let mut c = Change::default();
+        let num = |k: &str| -> Result<u32> {
+            let v = args
+                .get(k)
+                .ok_or_else(|| anyhow!("trace start without {k}"))?;
+            v.parse().map_err(|_| anyhow!("bad {k} {v:?}"))
+        };
         for (k, v) in args {
             match k.as_str() {
+                "trace" => {
+                    c.trace = Some(match v.as_str() {
+                        "stop" => TraceCmd::Stop,
+                        "start" => TraceCmd::Start(TraceStart {
+                            dir: args
+                                .get("trace_dir")
+                                .cloned()
+                                .ok_or_else(|| anyhow!("trace start without trace_dir"))?,
+                            every: num("trace_every")?,
+                            seconds: num("trace_seconds")?,
+                            max_mb: num("trace_max_mb")?,
+                        }),
+                        _ => bail!("bad trace {v:?}: start or stop"),
+                    })
+                }
+                "trace_dir" | "trace_every" | "trace_seconds" | "trace_max_mb" => {}
                 "policy" => c.policy = Some(v.parse().map_err(|e: String| anyhow!(e))?),
                 "shadow" => c.shadow = Some(v.parse::<Shadow>().map_err(|e| anyhow!(e))?),
                 "small_llc" => {
@@ -192,6 +270,7 @@ mod tests {
             sis_cache: false,
             sis_current: false,
             switches: 0,
+            trace: None,
         }
     }
 
@@ -203,10 +282,27 @@ mod tests {
             small_llc: Some(16),
             sis_cache: Some(true),
             sis_current: Some(false),
+            trace: None,
             reset: true,
         };
         let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
         assert_eq!(Change::from_args(&args).unwrap(), c);
+        for trace in [
+            TraceCmd::Stop,
+            TraceCmd::Start(TraceStart {
+                dir: "/tmp/a b".into(),
+                every: 64,
+                seconds: 10,
+                max_mb: 100,
+            }),
+        ] {
+            let c = Change {
+                trace: Some(trace),
+                ..Default::default()
+            };
+            let args: BTreeMap<String, String> = c.to_args().into_iter().collect();
+            assert_eq!(Change::from_args(&args).unwrap(), c);
+        }
         let off = Change {
             shadow: Some(Shadow::off()),
             ..Default::default()
@@ -226,6 +322,8 @@ mod tests {
         assert!(bad("small_llc", "-1"));
         assert!(bad("sis_cache", "yes"));
         assert!(bad("sis_current", "1"));
+        assert!(bad("trace", "pause"));
+        assert!(bad("trace", "start"), "a start names its folder and sizes");
         assert!(bad("colour", "red"));
     }
 

@@ -43,6 +43,8 @@ typedef signed long long s64;
  */
 #define SISU_AUTO_SAMPLE	8
 #define SISU_AUTO_SAMPLE_NS	2000000
+/* A task's name, as the kernel keeps it (TASK_COMM_LEN). */
+#define SISU_COMM_LEN		16
 
 /*
  * Idle-CPU search policies. The order is part of the stats interface:
@@ -118,6 +120,7 @@ struct sisu_cfg {
 	u32 small_llc;		/* util: scan whole LLCs of at most this width */
 	u32 sis_cache;		/* SIS_CACHE: scans skip CPUs kept for a short sleeper */
 	u32 sis_current;	/* SIS_CURRENT: a short pair's wakee joins its waker */
+	u32 trace_every;	/* the trace: one wakeup in this many on record, 0 = off */
 	u32 epoch;		/* bumped per switch: resets per-policy state */
 };
 
@@ -165,6 +168,9 @@ struct sisu_cpu_ctx {
 	s32 cache_hot_pid;	/* ... the short sleeper that last ran here */
 	u32 auto_tick;		/* scans since the adaptive rule last judged its candidates */
 	u64 auto_judged_at;	/* ... when (ns) */
+	u32 trace_tick;		/* wakeups placed here since the last one put on record */
+	u64 trace_sent;		/* records this CPU put in the trace's ring buffer */
+	u64 trace_dropped;	/* ... and could not, the ring being full */
 
 	/*
 	 * SIS_PROP state. The idle periods are the CPU's, one history for
@@ -174,6 +180,39 @@ struct sisu_cpu_ctx {
 	u64 avg_idle;		/* average idle period (ns) */
 	struct sisu_prop_books prop[SISU_NR_BOOKS];
 } __attribute__((aligned(64)));
+
+/* How a wakeup on record was placed, besides its outcome. */
+enum sisu_trace_flag {
+	SISU_TRACE_QUEUED = 1,	/* a queued wakeup, placed in enqueue (its waker unknown) */
+	SISU_TRACE_SCANNED = 2,	/* it reached the LLC scan */
+};
+
+/*
+ * One wakeup on record (the trace): what the placement decided, put in
+ * the ring buffer when the task first runs, with the wait in between.
+ */
+struct sisu_trace_rec {
+	u64 woke_ns;			/* when the wakeup was placed (CLOCK_MONOTONIC) */
+	u64 wait_ns;			/* ... until the task first ran */
+	s32 waker_pid;			/* 0: the idle task, or not known (queued) */
+	s32 wakee_pid;
+	char waker_comm[SISU_COMM_LEN];
+	char wakee_comm[SISU_COMM_LEN];
+	s32 prev;			/* the CPU it last ran on */
+	s32 target;			/* the wake target (wake_affine()) */
+	s32 cpu;			/* the CPU the placement chose */
+	s32 ran_cpu;			/* the CPU it first ran on (a pull may move it) */
+	u32 rule;			/* the active policy (enum sisu_policy) */
+	u32 scan_rule;			/* the rule whose depth limited the scan (auto's choice) */
+	u32 limit;			/* that depth */
+	u32 examined;			/* CPUs the scan examined */
+	u32 kind;			/* what the placement found (enum sisu_wait) */
+	u32 outcome;			/* enum sisu_outcome */
+	u32 shadow_rules;		/* the rules judged in the shadow (bits) */
+	u32 shadow_found;		/* ... those whose depth would have found an idle CPU */
+	u32 flags;			/* enum sisu_trace_flag */
+	u32 pad;
+};
 
 /*
  * Scan statistics, one per policy per CPU (a per-CPU array indexed by

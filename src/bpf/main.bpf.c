@@ -29,7 +29,9 @@
  * This file holds the state and the ops, in the order a task meets them;
  * what the ops call lives by concern (see sisutil.bpf.h): placement.bpf.c
  * (the wakeup and fork paths, the scan), migration.bpf.c (pulls, periodic
- * and NUMA balancing), vtime.bpf.c (virtual time, the rescues).
+ * and NUMA balancing), vtime.bpf.c (virtual time, the rescues), the two
+ * proposals (sis_cache.bpf.c, sis_current.bpf.c) and the trace
+ * (trace.bpf.c).
  */
 #include "sisutil.bpf.h"
 
@@ -79,6 +81,7 @@ struct task_ctx_map task_ctxs SEC(".maps");
 struct idle_counts_map idle_counts SEC(".maps");
 struct llc_mask_map llc_masks SEC(".maps");
 struct verdicts_map verdicts_buf SEC(".maps");
+struct trace_rb_map trace_rb SEC(".maps");
 
 /*
  * A task wakes or starts. The built-in policy is a baseline arm; a new
@@ -109,7 +112,7 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 		cache_woke(p, &pk, st);
 	}
 	count_wakeup(st, prev_cpu, target, &pk, false);
-	note_wake(p, &pk, pol);
+	note_wake(p, &pk, pol, prev_cpu, target);
 	immed = note_placed(p, &pk);
 	if (pk.outcome != SISU_OUT_BUSY)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), immed);

@@ -440,6 +440,9 @@ static struct verdicts *fresh_verdicts(s32 target, bool idle_core)
 	v->any = false;
 	v->walk_examined = 0;
 	v->walk_ns = 0;
+	v->scan_rule = SISU_POL_NONE;
+	v->scan_limit = 0;
+	v->scan_examined = 0;
 	return v;
 }
 
@@ -668,6 +671,11 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 			sis_prop_charge(ab, t);
 	}
 	pk->wait = sc.found >= 0 ? SISU_WAIT_FOUND : SISU_WAIT_NONE;
+	if (v) {
+		v->scan_rule = rule;
+		v->scan_limit = d.limit < SCAN_ALL ? d.limit : SCAN_ALL;
+		v->scan_examined = sc.examined;
+	}
 	if (!st && !adaptive)
 		return sc.found;
 
@@ -848,12 +856,13 @@ __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const st
  * a miss costs. Timed while the statistics count, or the adaptive rule,
  * which weighs a find by them, is active.
  */
-__hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol)
+__hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s32 prev,
+			s32 target)
 {
 	struct task_ctx *tctx;
 	u32 kind = SISU_WAIT_IDLE;
 
-	if (!stats_on && pol != SISU_POL_AUTO)
+	if (!stats_on && pol != SISU_POL_AUTO && !cfg.trace_every)
 		return;
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	if (!tctx)
@@ -865,6 +874,10 @@ __hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol)
 	tctx->wake_kind = kind;
 	tctx->wake_llc = llc_of(pk->cpu);
 	tctx->woke_at = bpf_ktime_get_ns();
+	if (trace_note(p, tctx, pk, pol)) {
+		tctx->trace.prev = prev;
+		tctx->trace.target = target;
+	}
 }
 
 /* @p runs at @now: the wait since its wakeup's placement ends, and is counted. */
@@ -876,13 +889,14 @@ __hidden void wait_end(struct task_struct *p, u64 now)
 	u32 kind, llc;
 	u64 w, *n;
 
-	if (!stats_on && active_policy() != SISU_POL_AUTO)
+	if (!stats_on && active_policy() != SISU_POL_AUTO && !cfg.trace_every)
 		return;
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	if (!tctx || !tctx->woke_at)
 		return;
 	w = now > tctx->woke_at ? now - tctx->woke_at : 0;
 	tctx->woke_at = 0;
+	trace_emit(p, tctx, w);
 	kind = tctx->wake_kind;
 	llc = tctx->wake_llc;
 	st = stats_of(active_policy());
@@ -1055,7 +1069,7 @@ __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags)
 		cache_woke(p, &pk, st);
 	}
 	count_wakeup(st, cpu, cpu, &pk, true);
-	note_wake(p, &pk, pol);
+	note_wake(p, &pk, pol, cpu, cpu);
 	immed = note_placed(p, &pk);
 	if (pk.outcome == SISU_OUT_BUSY)
 		return false;

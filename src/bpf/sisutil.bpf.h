@@ -16,6 +16,8 @@
  *			scan passes over
  *	sis_current.bpf.c SIS_CURRENT: a short pair's wakee joins its waker
  *			instead of a scan
+ *	trace.bpf.c	every wakeup on record: what the placement decided and
+ *			what the task then waited, through a ring buffer
  */
 #ifndef __SISUTIL_BPF_H
 #define __SISUTIL_BPF_H
@@ -165,6 +167,10 @@ struct verdicts {
 	u64 walk_ns;			/* ... in this time */
 	u64 limit[SISU_NR_POLICIES];	/* each rule's depth limit */
 	u32 examined[SISU_NR_POLICIES];	/* CPUs each rule's scan examines */
+	/* the active scan, for the trace */
+	u32 scan_rule;			/* the rule whose depth limited it */
+	u32 scan_limit;			/* that depth */
+	u32 scan_examined;		/* CPUs it examined */
 };
 
 struct verdicts_map {
@@ -174,6 +180,13 @@ struct verdicts_map {
 	__type(value, struct verdicts);
 };
 extern struct verdicts_map verdicts_buf SEC(".maps");
+
+/* The trace's records (trace.bpf.c); userspace sizes it before load. */
+struct trace_rb_map {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096 * 1024);
+};
+extern struct trace_rb_map trace_rb SEC(".maps");
 
 /* What the kernel keeps in task_struct and sched_entity. */
 struct task_ctx {
@@ -192,6 +205,8 @@ struct task_ctx {
 	u64 woke_at;	/* when its wakeup was placed (ns), 0 once it ran */
 	u32 wake_kind;	/* ... what the placement found (enum sisu_wait) */
 	u32 wake_llc;	/* ... in which LLC */
+	u32 traced;	/* its wakeup is on record: trace holds what is known so far */
+	struct sisu_trace_rec trace;
 };
 
 struct task_ctx_map {
@@ -512,7 +527,8 @@ __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const st
 __hidden bool place_queued_wakeup(struct task_struct *p, s32 cpu, u64 enq_flags);
 __hidden u64 note_placed(struct task_struct *p, const struct pick *pk);
 __hidden bool handed_back(struct task_struct *p, u64 enq_flags);
-__hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol);
+__hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s32 prev,
+			s32 target);
 __hidden void wait_end(struct task_struct *p, u64 now);
 __hidden void idle_enter(s32 cpu, struct sisu_cpu_ctx *c);
 __hidden void idle_exit(struct sisu_cpu_ctx *c, u64 now);
@@ -530,6 +546,11 @@ __hidden void current_run(struct task_struct *p, u64 now);
 __hidden void current_stop(struct task_struct *p, bool runnable, u64 now);
 __hidden bool current_pick(struct task_struct *p, s32 target, struct pick *pk,
 			   struct sisu_stats *st);
+
+/* trace.bpf.c */
+__hidden bool trace_note(struct task_struct *p, struct task_ctx *tctx, const struct pick *pk,
+			 u32 pol);
+__hidden void trace_emit(struct task_struct *p, struct task_ctx *tctx, u64 wait_ns);
 
 /* sis_cache.bpf.c */
 __hidden void cache_keep(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now);

@@ -27,8 +27,8 @@ pub enum ArmKind {
     /// The same with the kernel's SIS_UTIL feature off.
     EevdfNoSisUtil,
     /// This scheduler with a policy (and SIS_CACHE for a `+cache` arm,
-    /// SIS_CURRENT for a `+current` one; arms saved before them read as
-    /// without).
+    /// SIS_CURRENT for a `+current` one, one wakeup in N on record for a
+    /// `+traceN` one; arms saved before them read as without).
     Scx {
         policy: Policy,
         small_llc: u32,
@@ -36,10 +36,20 @@ pub enum ArmKind {
         sis_cache: bool,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         sis_current: bool,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        trace_every: u32,
     },
     /// Another sched_ext scheduler, started with a shell command.
     External { command: String },
 }
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// Where a `+trace` arm's records go: the arm's run measures what tracing
+/// costs, not the records, which each run overwrites.
+const ARM_TRACE_DIR: &str = "/tmp/sisutil-lab-arm-trace";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arm {
@@ -52,8 +62,26 @@ impl Arm {
     /// A built-in arm: eevdf, eevdf-nosisutil, a policy name, or
     /// util-small[=N] (the review's small-LLC rule, N defaults to 16); a
     /// policy arm ending in `+cache` runs with SIS_CACHE, one ending in
-    /// `+current` with SIS_CURRENT (both: `+cache+current`).
+    /// `+current` with SIS_CURRENT (both: `+cache+current`), one ending in
+    /// `+traceN` with one wakeup in N on record (`+trace`: every one).
     pub fn parse(s: &str) -> Result<Arm> {
+        if let Some((base, n)) = s.rsplit_once("+trace") {
+            let every = if n.is_empty() {
+                1
+            } else {
+                n.parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| anyhow!("arm {s}: +traceN wants N >= 1"))?
+            };
+            let mut arm = Arm::parse(base)?;
+            match &mut arm.kind {
+                ArmKind::Scx { trace_every, .. } => *trace_every = every,
+                _ => bail!("arm {s}: +trace needs one of this scheduler's policies"),
+            }
+            arm.name = s.to_string();
+            return Ok(arm);
+        }
         for option in ["+cache", "+current"] {
             let Some(base) = s.strip_suffix(option) else {
                 continue;
@@ -92,6 +120,7 @@ impl Arm {
                         small_llc: small,
                         sis_cache: false,
                         sis_current: false,
+                        trace_every: 0,
                     }
                 } else if !n.is_empty() {
                     bail!("arm {s}: only util-small takes a value");
@@ -107,6 +136,7 @@ impl Arm {
                         small_llc: 0,
                         sis_cache: false,
                         sis_current: false,
+                        trace_every: 0,
                     }
                 }
             }
@@ -267,6 +297,7 @@ impl Machine {
                 small_llc,
                 sis_cache,
                 sis_current,
+                trace_every,
             } => {
                 self.stop_external()?;
                 self.restore_sis_util()?;
@@ -279,6 +310,8 @@ impl Machine {
                     ..Default::default()
                 })
                 .with_context(|| format!("cannot switch to {}", arm.name))?;
+                self.set_trace(*trace_every)
+                    .with_context(|| format!("cannot set {}'s trace", arm.name))?;
             }
             ArmKind::External { command } => {
                 self.stop_sched()?;
@@ -294,6 +327,28 @@ impl Machine {
         } else {
             Transition::Reload
         })
+    }
+
+    /// Puts one wakeup in @every on record (0: none) for the arm that
+    /// follows, stopping the trace any arm before it left running.
+    fn set_trace(&mut self, every: u32) -> Result<()> {
+        control::send(&Change {
+            trace: Some(control::TraceCmd::Stop),
+            ..Default::default()
+        })?;
+        if every == 0 {
+            return Ok(());
+        }
+        control::send(&Change {
+            trace: Some(control::TraceCmd::Start(control::TraceStart {
+                dir: ARM_TRACE_DIR.into(),
+                every,
+                seconds: 3600,
+                max_mb: 256,
+            })),
+            ..Default::default()
+        })?;
+        Ok(())
     }
 
     /// Takes `arm`'s scheduler off the machine, whatever state it is in.
@@ -480,7 +535,8 @@ mod tests {
                 policy: Policy::Prop,
                 small_llc: 0,
                 sis_cache: false,
-                sis_current: false
+                sis_current: false,
+                trace_every: 0
             }
         );
         assert_eq!(
@@ -489,7 +545,8 @@ mod tests {
                 policy: Policy::Util,
                 small_llc: 16,
                 sis_cache: false,
-                sis_current: false
+                sis_current: false,
+                trace_every: 0
             }
         );
         assert_eq!(
@@ -498,7 +555,8 @@ mod tests {
                 policy: Policy::Util,
                 small_llc: 8,
                 sis_cache: false,
-                sis_current: false
+                sis_current: false,
+                trace_every: 0
             }
         );
         assert_eq!(
@@ -507,7 +565,8 @@ mod tests {
                 policy: Policy::Prop,
                 small_llc: 0,
                 sis_cache: true,
-                sis_current: false
+                sis_current: false,
+                trace_every: 0
             }
         );
         assert_eq!(
@@ -516,9 +575,30 @@ mod tests {
                 policy: Policy::Util,
                 small_llc: 0,
                 sis_cache: true,
-                sis_current: true
+                sis_current: true,
+                trace_every: 0
             }
         );
+        assert_eq!(
+            Arm::parse("util+trace64").unwrap().kind,
+            ArmKind::Scx {
+                policy: Policy::Util,
+                small_llc: 0,
+                sis_cache: false,
+                sis_current: false,
+                trace_every: 64
+            }
+        );
+        assert!(matches!(
+            Arm::parse("prop+current+trace").unwrap().kind,
+            ArmKind::Scx {
+                sis_current: true,
+                trace_every: 1,
+                ..
+            }
+        ));
+        assert!(Arm::parse("util+trace0").is_err());
+        assert!(Arm::parse("eevdf+trace").is_err());
         assert!(Arm::parse("auto").unwrap().is_scx());
         assert!(Arm::parse("eevdf+current").is_err());
         assert_eq!(

@@ -29,7 +29,8 @@ pub struct BenchOpts {
     /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, util,
     /// prop, full, none, builtin, auto, util-small[=N]; a policy arm with
     /// +cache (util+cache) runs with SIS_CACHE, with +current with
-    /// SIS_CURRENT
+    /// SIS_CURRENT, with +traceN with one wakeup in N on record (what
+    /// tracing costs)
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
     /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)

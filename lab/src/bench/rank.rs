@@ -51,6 +51,7 @@ fn rule_arms(r: &Results) -> Vec<&Arm> {
                 small_llc: 0,
                 sis_cache: false,
                 sis_current: false,
+                trace_every: 0,
             } => policy.can_shadow() && a.name == policy.name(),
             _ => false,
         })

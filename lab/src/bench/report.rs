@@ -91,6 +91,7 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
         "mean examined",
         "scan ns",
         "select_cpu ns",
+        "running ns",
     ]
     .map(String::from)
     .to_vec()];
@@ -120,12 +121,13 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
                 f(&|m| hist_mean(&m.examined)),
                 f(&|m| m.scan_ns_mean),
                 f(&|m| m.ops.get("select_cpu").map_or(0.0, |o| o.ns_per_call)),
+                f(&|m| m.ops.get("running").map_or(0.0, |o| o.ns_per_call)),
             ]);
         }
     }
     if !timed {
         rows.iter_mut().for_each(|r| {
-            r.pop();
+            r.truncate(r.len() - 2);
         });
     }
     Some(format!(
@@ -135,6 +137,54 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
         )),
         align(&rows)
     ))
+}
+
+/// The wait from a wakeup's placement to its first run, per point and scx
+/// arm, by what the placement found: percentiles of the iterations'
+/// histograms summed (BPF's wait slots), which a mean of percentiles
+/// would not be.
+pub fn waits_table(r: &Results, section: &str) -> Option<String> {
+    use sisutil_proto::waits;
+    const KINDS: [&str; 3] = ["found", "missed", "none"];
+    let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let mut rows = vec![vec!["point".to_string(), "arm".to_string()]];
+    for k in KINDS {
+        rows[0].extend([format!("{k} n"), format!("{k} p50"), format!("{k} p99")]);
+    }
+    let mut any = false;
+    for p in r.section_points(section) {
+        for a in &scx {
+            let Some(ss) = p.samples.get(&a.name) else {
+                continue;
+            };
+            let mut row = vec![p.point.label.clone(), a.name.clone()];
+            for k in KINDS {
+                let mut hist = vec![0u64; waits::SLOTS];
+                for m in ss.iter().filter_map(|s| s.stats.as_ref()) {
+                    if let Some(w) = m.waits.get(k) {
+                        for (h, n) in hist.iter_mut().zip(&w.hist) {
+                            *h += n;
+                        }
+                    }
+                }
+                let n: u64 = hist.iter().sum();
+                any |= n > 0;
+                let q =
+                    |x: f64| waits::quantile(&hist, x).map_or("-".into(), |ns| num(ns / 1000.0));
+                row.extend([n.to_string(), q(0.5), q(0.99)]);
+            }
+            rows.push(row);
+        }
+    }
+    any.then(|| {
+        format!(
+            "{}{}",
+            banner(&format!(
+                "{section}: wait from placement to first run (us), by what the scan found (iterations summed)"
+            )),
+            align(&rows)
+        )
+    })
 }
 
 /// How far the scheduler moved work during a section's runs, per point
@@ -331,6 +381,9 @@ pub fn text(r: &Results) -> String {
             }
         }
         if let Some(t) = scan_table(r, &section) {
+            let _ = writeln!(out, "\n{t}");
+        }
+        if let Some(t) = waits_table(r, &section) {
             let _ = writeln!(out, "\n{t}");
         }
         if let Some(t) = span_table(r, &section) {

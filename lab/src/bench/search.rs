@@ -33,6 +33,14 @@ pub enum Search {
     PullRemote,
     /// Running tasks moved between nodes (counted in the pulls too).
     PullRunning,
+    /// Mean wait, placement to first run, of wakees sent to the idle CPU
+    /// the scan found, and of those a scan queued though one existed.
+    FoundWait,
+    MissedWait,
+    /// Of auto's scans, the share it made with util's depth.
+    AutoUtil,
+    /// Wakeups SIS_CURRENT sent to their waker's CPU, in %.
+    Current,
 }
 
 impl Search {
@@ -61,6 +69,10 @@ impl Search {
             Search::PullNear => "pulls in node",
             Search::PullRemote => "pulls farther",
             Search::PullRunning => "running moved",
+            Search::FoundWait => "found wait us",
+            Search::MissedWait => "missed wait us",
+            Search::AutoUtil => "auto at util %",
+            Search::Current => "to waker %",
         }
     }
 
@@ -83,6 +95,13 @@ impl Search {
             Search::PullNear => (m.pull_llc + m.pull_node) as f64,
             Search::PullRemote => (m.pull_package + m.pull_remote) as f64,
             Search::PullRunning => m.pull_running as f64,
+            Search::FoundWait => m.waits.get("found").map_or(0.0, |w| w.mean_us),
+            Search::MissedWait => m.waits.get("missed").map_or(0.0, |w| w.mean_us),
+            Search::AutoUtil => pct(
+                m.auto_util_scans,
+                m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans,
+            ),
+            Search::Current => pct(m.current_cut, m.wakeups),
         }
     }
 
@@ -101,8 +120,17 @@ impl Search {
                 | Search::PullNear
                 | Search::PullRemote
                 | Search::PullRunning
+                | Search::Current
         );
         if !scanned && scan_figure {
+            return None;
+        }
+        let adaptive = samples.iter().any(|s| {
+            s.stats
+                .as_ref()
+                .is_some_and(|m| m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans > 0)
+        });
+        if self == Search::AutoUtil && !adaptive {
             return None;
         }
         report::mean_of(samples, |m| self.of(m))

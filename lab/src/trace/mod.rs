@@ -1,0 +1,478 @@
+//! `sisutil-lab trace-report DIR`: what the scheduler's trace
+//! (`scx_sisutil trace --out DIR`) says. The question a found-rate cannot
+//! answer: when a scan gave up, how long did the wakee wait? The report
+//! gives the wakeup-to-running wait's percentiles for the wakeups whose
+//! scan found an idle CPU, missed one that existed, and had none to find
+//! (and those placed before any scan, or sent to their waker), per rule;
+//! which wakers' wakees missed most; it draws the percentiles
+//! (DIR/waits.svg) and writes a Perfetto trace (DIR/trace.pftrace): a track
+//! per CPU with every wakeup placed there, a track per task with its waits
+//! as slices, and per LLC its utilisation and SIS_UTIL's depth as
+//! counters.
+
+pub mod perfetto;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use hdrhistogram::Histogram;
+use serde::Deserialize;
+
+use crate::bench::plot::Chart;
+use perfetto::{Builder, DebugAnnotation as Arg};
+
+/// One row of wakeups.csv (the scheduler's src/trace.rs writes it).
+#[derive(Clone, Debug, Deserialize)]
+pub struct Wakeup {
+    pub woke_ns: u64,
+    pub wait_us: f64,
+    pub waker_pid: i32,
+    pub waker_comm: String,
+    pub wakee_pid: i32,
+    pub wakee_comm: String,
+    pub prev: i32,
+    pub target: i32,
+    pub cpu: i32,
+    pub cpu_llc: Option<u32>,
+    pub cpu_node: Option<u32>,
+    pub ran_cpu: i32,
+    pub rule: String,
+    pub scan_rule: String,
+    pub limit: Option<u32>,
+    pub examined: Option<u32>,
+    pub found: String,
+    pub placement: String,
+    pub queued: u8,
+    pub shadow_util: Option<u8>,
+    pub shadow_prop: Option<u8>,
+    pub shadow_full: Option<u8>,
+    pub shadow_none: Option<u8>,
+}
+
+/// One row of llcs.csv.
+#[derive(Clone, Debug, Deserialize)]
+pub struct LlcSample {
+    pub t_ns: u64,
+    pub llc: u32,
+    pub width: u32,
+    pub util_pct: f64,
+    pub nr_idle_scan: u32,
+    pub auto_rule: String,
+}
+
+fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
+    let mut r =
+        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    r.deserialize()
+        .enumerate()
+        .map(|(i, row)| row.with_context(|| format!("{}: row {}", path.display(), i + 2)))
+        .collect()
+}
+
+/// The order the kinds read in: what a scan did, then the rest.
+const KINDS: [&str; 5] = ["found", "missed", "none", "idle", "current"];
+
+/// The waits of one rule and kind.
+pub struct Waits {
+    pub hist: Histogram<u64>,
+}
+
+impl Waits {
+    fn new() -> Self {
+        Waits {
+            // Microseconds, 1 us to an hour, 3 significant digits.
+            hist: Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid bounds"),
+        }
+    }
+
+    fn add(&mut self, us: f64) {
+        self.hist.saturating_record(us.round().max(1.0) as u64);
+    }
+
+    pub fn at(&self, q: f64) -> u64 {
+        self.hist.value_at_quantile(q)
+    }
+}
+
+/// The waits by (rule, kind).
+pub fn waits(w: &[Wakeup]) -> BTreeMap<(String, String), Waits> {
+    let mut out: BTreeMap<(String, String), Waits> = BTreeMap::new();
+    for x in w {
+        out.entry((x.rule.clone(), x.found.clone()))
+            .or_insert_with(Waits::new)
+            .add(x.wait_us);
+    }
+    out
+}
+
+fn kind_rank(k: &str) -> usize {
+    KINDS.iter().position(|x| *x == k).unwrap_or(KINDS.len())
+}
+
+/// The report's text.
+pub fn report(w: &[Wakeup], llcs: &[LlcSample]) -> String {
+    let mut out = String::new();
+    let span_s = match (
+        w.iter().map(|x| x.woke_ns).min(),
+        w.iter().map(|x| x.woke_ns).max(),
+    ) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => 0.0,
+    };
+    let queued = w.iter().filter(|x| x.queued != 0).count();
+    let _ = writeln!(
+        out,
+        "{} wakeups on record over {span_s:.1} s ({queued} queued wakeups, placed in enqueue), {} LLC samples",
+        w.len(),
+        llcs.len()
+    );
+    let _ = writeln!(
+        out,
+        "\nWait from the wakeup's placement to the task's first run (us), by rule and by what the placement found:"
+    );
+    let mut rows: Vec<_> = waits(w).into_iter().collect();
+    rows.sort_by_key(|((r, k), _)| (r.clone(), kind_rank(k)));
+    let _ = writeln!(
+        out,
+        "{:<8} {:<8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "rule", "found", "wakeups", "p50", "p90", "p99", "max"
+    );
+    for ((rule, kind), ws) in &rows {
+        let _ = writeln!(
+            out,
+            "{rule:<8} {kind:<8} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            ws.hist.len(),
+            ws.at(0.5),
+            ws.at(0.9),
+            ws.at(0.99),
+            ws.hist.max()
+        );
+    }
+    // Which wakers' wakees missed most: of the wakeups that reached the
+    // scan, the share that missed an idle CPU that existed.
+    let mut by_waker: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for x in w
+        .iter()
+        .filter(|x| matches!(x.found.as_str(), "found" | "missed" | "none"))
+    {
+        let name = if x.waker_comm.is_empty() {
+            "(idle or queued)".to_string()
+        } else {
+            x.waker_comm.clone()
+        };
+        let e = by_waker.entry(name).or_default();
+        e.0 += (x.found == "missed") as u64;
+        e.1 += 1;
+    }
+    let mut wakers: Vec<_> = by_waker.into_iter().filter(|(_, (m, _))| *m > 0).collect();
+    wakers.sort_by_key(|b| std::cmp::Reverse(b.1 .0));
+    if !wakers.is_empty() {
+        let _ = writeln!(out, "\nWakers whose wakees' scans missed an idle CPU most:");
+        let _ = writeln!(
+            out,
+            "{:<16} {:>8} {:>8} {:>8}",
+            "waker", "missed", "scanned", "%"
+        );
+        for (name, (m, n)) in wakers.iter().take(10) {
+            let _ = writeln!(
+                out,
+                "{name:<16} {m:>8} {n:>8} {:>8.1}",
+                100.0 * *m as f64 / *n as f64
+            );
+        }
+    }
+    out
+}
+
+/// The percentiles as a chart: a group per rule and kind, a bar per quantile.
+pub fn chart(w: &[Wakeup]) -> Chart {
+    let mut rows: Vec<_> = waits(w).into_iter().collect();
+    rows.sort_by_key(|((r, k), _)| (r.clone(), kind_rank(k)));
+    Chart {
+        title: "Wakeup to first run".into(),
+        subtitle: format!(
+            "{} wakeups on record, by rule and by what the placement found",
+            w.len()
+        ),
+        y_label: "wait (us)".into(),
+        groups: rows.iter().map(|((r, k), _)| format!("{r}: {k}")).collect(),
+        series: vec!["p50".into(), "p90".into(), "p99".into()],
+        values: rows
+            .iter()
+            .map(|(_, ws)| {
+                [0.5, 0.9, 0.99]
+                    .iter()
+                    .map(|&q| (ws.at(q) as f64, 0.0))
+                    .collect()
+            })
+            .collect(),
+    }
+}
+
+/// Track ids: CPUs from 1, tasks from 1 << 32, LLCs' counters and auto's
+/// rule from 1 << 48, three to an LLC.
+const CPU_TRACK: u64 = 1;
+const TASK_TRACK: u64 = 1 << 32;
+const LLC_TRACK: u64 = 1 << 48;
+
+/// The Perfetto trace of @w and @llcs.
+pub fn perfetto_trace(w: &[Wakeup], llcs: &[LlcSample]) -> Builder {
+    let mut b = Builder::default();
+    let mut cpus: Vec<i32> = w
+        .iter()
+        .flat_map(|x| [x.cpu, x.ran_cpu])
+        .filter(|&c| c >= 0)
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    for &c in &cpus {
+        b.track(
+            CPU_TRACK + c as u64,
+            &format!("CPU {c}: wakeups placed"),
+            None,
+            None,
+        );
+    }
+    let mut tasks: BTreeMap<i32, String> = BTreeMap::new();
+    for x in w {
+        tasks
+            .entry(x.wakee_pid)
+            .or_insert_with(|| x.wakee_comm.clone());
+    }
+    b.track(TASK_TRACK, "waits, by task", None, None);
+    for (pid, comm) in &tasks {
+        b.track(
+            TASK_TRACK + 1 + *pid as u64,
+            &format!("{comm} {pid}"),
+            Some(TASK_TRACK),
+            None,
+        );
+    }
+    let mut llc_ids: Vec<(u32, u32)> = llcs.iter().map(|l| (l.llc, l.width)).collect();
+    llc_ids.sort_unstable();
+    llc_ids.dedup();
+    let adaptive = llcs.iter().any(|l| !l.auto_rule.is_empty());
+    for &(l, width) in &llc_ids {
+        let base = LLC_TRACK + 3 * l as u64;
+        b.track(
+            base,
+            &format!("LLC {l} ({width} CPUs) util %"),
+            None,
+            Some("%"),
+        );
+        b.track(
+            base + 1,
+            &format!("LLC {l} SIS_UTIL depth"),
+            None,
+            Some("CPUs"),
+        );
+        if adaptive {
+            b.track(base + 2, &format!("LLC {l} auto's rule"), None, None);
+        }
+    }
+    let mut rules: BTreeMap<u32, String> = BTreeMap::new();
+    // Events in time order, as a sequence wants them.
+    let mut events: Vec<(u64, u8, usize)> = Vec::new();
+    for (i, x) in w.iter().enumerate() {
+        events.push((x.woke_ns, 0, i));
+        events.push((x.woke_ns + (x.wait_us * 1000.0) as u64, 1, i));
+    }
+    for (i, l) in llcs.iter().enumerate() {
+        events.push((l.t_ns, 2, i));
+    }
+    events.sort_unstable();
+    for (ts, what, i) in events {
+        match what {
+            0 => {
+                let x = &w[i];
+                let mut args = vec![
+                    Arg::text("wakee", &format!("{} {}", x.wakee_comm, x.wakee_pid)),
+                    Arg::text("waker", &format!("{} {}", x.waker_comm, x.waker_pid)),
+                    Arg::double("wait_us", x.wait_us),
+                    Arg::text("rule", &x.rule),
+                    Arg::int("prev", x.prev as i64),
+                    Arg::int("target", x.target as i64),
+                    Arg::int("ran_cpu", x.ran_cpu as i64),
+                    Arg::text("placement", &x.placement),
+                    Arg::int("queued", x.queued as i64),
+                ];
+                if let (Some(l), Some(n)) = (x.cpu_llc, x.cpu_node) {
+                    args.push(Arg::int("cpu_llc", l as i64));
+                    args.push(Arg::int("cpu_node", n as i64));
+                }
+                if let (Some(l), Some(e)) = (x.limit, x.examined) {
+                    args.push(Arg::text("scan_rule", &x.scan_rule));
+                    args.push(Arg::int("limit", l as i64));
+                    args.push(Arg::int("examined", e as i64));
+                }
+                for (name, v) in [
+                    ("shadow_util", x.shadow_util),
+                    ("shadow_prop", x.shadow_prop),
+                    ("shadow_full", x.shadow_full),
+                    ("shadow_none", x.shadow_none),
+                ] {
+                    if let Some(v) = v {
+                        args.push(Arg::int(name, v as i64));
+                    }
+                }
+                let name = format!("{}: {}", x.found, x.wakee_comm);
+                b.event(
+                    ts,
+                    CPU_TRACK + x.cpu.max(0) as u64,
+                    perfetto::TYPE_INSTANT,
+                    Some(&name),
+                    args,
+                );
+                b.event(
+                    ts,
+                    TASK_TRACK + 1 + x.wakee_pid as u64,
+                    perfetto::TYPE_SLICE_BEGIN,
+                    Some(&format!("wait ({})", x.found)),
+                    vec![Arg::double("wait_us", x.wait_us)],
+                );
+            }
+            1 => {
+                let x = &w[i];
+                b.event(
+                    ts,
+                    TASK_TRACK + 1 + x.wakee_pid as u64,
+                    perfetto::TYPE_SLICE_END,
+                    None,
+                    Vec::new(),
+                );
+            }
+            _ => {
+                let l = &llcs[i];
+                let base = LLC_TRACK + 3 * l.llc as u64;
+                b.counter(ts, base, l.util_pct);
+                b.counter(ts, base + 1, l.nr_idle_scan as f64);
+                if !l.auto_rule.is_empty() && rules.get(&l.llc) != Some(&l.auto_rule) {
+                    b.event(
+                        ts,
+                        base + 2,
+                        perfetto::TYPE_INSTANT,
+                        Some(&l.auto_rule),
+                        Vec::new(),
+                    );
+                    rules.insert(l.llc, l.auto_rule.clone());
+                }
+            }
+        }
+    }
+    b
+}
+
+/// `sisutil-lab trace-report DIR`.
+pub fn main(dir: &Path) -> Result<()> {
+    let w: Vec<Wakeup> = read_csv(&dir.join("wakeups.csv"))?;
+    let llcs: Vec<LlcSample> = read_csv(&dir.join("llcs.csv"))?;
+    if w.is_empty() {
+        bail!(
+            "{} holds no wakeup on record",
+            dir.join("wakeups.csv").display()
+        );
+    }
+    let text = report(&w, &llcs);
+    print!("{text}");
+    let write = |name: &str, bytes: &[u8]| -> Result<()> {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write("report.txt", text.as_bytes())?;
+    write("waits.svg", chart(&w).svg().as_bytes())?;
+    let trace = perfetto_trace(&w, &llcs);
+    write("trace.pftrace", &trace.encode())?;
+    println!(
+        "report.txt, waits.svg and trace.pftrace ({} packets, for ui.perfetto.dev) in {}",
+        trace.packets(),
+        dir.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wakeup(found: &str, wait_us: f64, pid: i32, woke_ns: u64) -> Wakeup {
+        Wakeup {
+            woke_ns,
+            wait_us,
+            waker_pid: 1,
+            waker_comm: "hackbench".into(),
+            wakee_pid: pid,
+            wakee_comm: "hackbench".into(),
+            prev: 0,
+            target: 1,
+            cpu: 2,
+            cpu_llc: Some(0),
+            cpu_node: Some(0),
+            ran_cpu: 2,
+            rule: "util".into(),
+            scan_rule: "util".into(),
+            limit: Some(2),
+            examined: Some(2),
+            found: found.into(),
+            placement: "busy".into(),
+            queued: 0,
+            shadow_util: None,
+            shadow_prop: Some(1),
+            shadow_full: None,
+            shadow_none: None,
+        }
+    }
+
+    #[test]
+    fn waits_are_grouped_by_rule_and_kind() {
+        let w: Vec<Wakeup> = (0..100)
+            .map(|i| {
+                wakeup(
+                    if i < 90 { "found" } else { "missed" },
+                    i as f64 + 1.0,
+                    i,
+                    i as u64,
+                )
+            })
+            .collect();
+        let ws = waits(&w);
+        let found = &ws[&("util".to_string(), "found".to_string())];
+        assert_eq!(found.hist.len(), 90);
+        assert_eq!(found.at(0.5), 45);
+        let missed = &ws[&("util".to_string(), "missed".to_string())];
+        assert_eq!(
+            (missed.hist.len(), missed.at(0.0), missed.hist.max()),
+            (10, 91, 100)
+        );
+        let text = report(&w, &[]);
+        assert!(text.contains("util     found"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("hackbench") && l.contains("10.0")),
+            "{text}"
+        );
+        let c = chart(&w);
+        assert_eq!(c.groups, ["util: found", "util: missed"]);
+    }
+
+    #[test]
+    fn the_trace_has_a_track_per_cpu_task_and_llc_counter() {
+        let w = vec![
+            wakeup("found", 5.0, 10, 1000),
+            wakeup("missed", 50.0, 11, 2000),
+        ];
+        let l = vec![LlcSample {
+            t_ns: 1500,
+            llc: 0,
+            width: 4,
+            util_pct: 50.0,
+            nr_idle_scan: 2,
+            auto_rule: String::new(),
+        }];
+        let b = perfetto_trace(&w, &l);
+        // Tracks: CPU 2, the task parent and two tasks, two LLC counters;
+        // events: 2 instants, 2 slice begins and ends, 2 counter values.
+        assert_eq!(b.packets(), 6 + 8);
+    }
+}

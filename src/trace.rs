@@ -1,0 +1,612 @@
+//! The trace: every wakeup on record (src/bpf/trace.bpf.c), drained from
+//! BPF's ring buffer into DIR/wakeups.csv, with every LLC's state each
+//! interval into DIR/llcs.csv, for as long as a client asked and no longer
+//! than its limits. The lab turns the files into a report and a Perfetto
+//! trace (`sisutil-lab trace-report`).
+//!
+//! The scheduler never waits on this side: BPF drops a record when the
+//! ring is full and counts it. This side drains the ring every time the
+//! run loop wakes (at least every 50 ms), so the ring's 4 MiB holds about
+//! 35,000 records, some 700,000 wakeups a second at that pace. A write that
+//! fails (a full disk) ends the trace and removes its files, which would
+//! otherwise end in a torn line; a trace that ends otherwise (stopped, its
+//! time or size reached) is flushed and closed whole.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
+use log::{info, warn};
+
+use crate::bpf_intf::{self, sisu_trace_rec};
+use crate::control::{TraceStart, TraceState};
+use crate::policy::Policy;
+use crate::stats::WAIT_KINDS;
+use crate::topology::Layout;
+
+/// The ring buffer's size: BPF's map, set before load.
+pub const RING_BYTES: u32 = 4 << 20;
+
+/// How long one pass of the scheduler's loop may spend writing records,
+/// and how many it reads between looks at the clock. The loop serves the
+/// socket and publishes the utilisation sums between passes; the
+/// scheduler's own thread waits in the queues it schedules, so under a
+/// load that wakes tasks faster than it writes rows an unbounded drain
+/// would never return. What it leaves, BPF drops and counts.
+const DRAIN_BUDGET: Duration = Duration::from_millis(20);
+const DRAIN_BATCH: usize = 256;
+/// At a trace's start and end the ring is read to its end, within a time
+/// that stays under the socket's reply timeout; what is left is counted
+/// unread.
+const REST_BUDGET: Duration = Duration::from_secs(5);
+
+/// BPF's running totals over all CPUs: records it put in the ring, and
+/// records the full ring had no room for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RingCounts {
+    pub sent: u64,
+    pub dropped: u64,
+}
+
+/// The columns of wakeups.csv.
+const WAKEUP_COLUMNS: [&str; 27] = [
+    "woke_ns",
+    "wait_us",
+    "waker_pid",
+    "waker_comm",
+    "wakee_pid",
+    "wakee_comm",
+    "prev",
+    "prev_llc",
+    "prev_node",
+    "target",
+    "target_llc",
+    "target_node",
+    "cpu",
+    "cpu_llc",
+    "cpu_node",
+    "ran_cpu",
+    "rule",
+    "scan_rule",
+    "limit",
+    "examined",
+    "found",
+    "placement",
+    "queued",
+    "shadow_util",
+    "shadow_prop",
+    "shadow_full",
+    "shadow_none",
+];
+
+/// The columns of llcs.csv.
+const LLC_COLUMNS: [&str; 6] = [
+    "t_ns",
+    "llc",
+    "width",
+    "util_pct",
+    "nr_idle_scan",
+    "auto_rule",
+];
+
+/// How a placement ended (enum sisu_outcome).
+const OUTCOMES: [&str; 7] = ["target", "prev", "recent", "smt", "scan", "busy", "fork"];
+
+/// Each CPU's LLC and node, for the records.
+struct Places {
+    llc: Vec<Option<usize>>,
+    node: Vec<usize>,
+}
+
+impl Places {
+    fn of(l: &Layout) -> Self {
+        Places {
+            llc: l.cpu_llc.clone(),
+            node: l.llcs.iter().map(|x| x.node).collect(),
+        }
+    }
+
+    /// CPU, LLC and node of @cpu, as CSV cells ("" where unknown).
+    fn cells(&self, cpu: i32) -> [String; 3] {
+        let llc = usize::try_from(cpu)
+            .ok()
+            .and_then(|c| self.llc.get(c).copied().flatten());
+        let node = llc.and_then(|l| self.node.get(l));
+        [
+            cpu.to_string(),
+            llc.map_or(String::new(), |l| l.to_string()),
+            node.map_or(String::new(), |n| n.to_string()),
+        ]
+    }
+}
+
+/// A task name from the kernel's fixed buffer.
+fn comm(raw: &[std::os::raw::c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn rule_name(v: u32) -> &'static str {
+    Policy::from_bpf(v).map_or("?", |p| p.name())
+}
+
+/// One record as a row of wakeups.csv.
+fn row(r: &sisu_trace_rec, places: &Places) -> Vec<String> {
+    let mut out = vec![
+        r.woke_ns.to_string(),
+        format!("{:.3}", r.wait_ns as f64 / 1000.0),
+        r.waker_pid.to_string(),
+        comm(&r.waker_comm),
+        r.wakee_pid.to_string(),
+        comm(&r.wakee_comm),
+    ];
+    out.extend(places.cells(r.prev));
+    out.extend(places.cells(r.target));
+    out.extend(places.cells(r.cpu));
+    out.push(r.ran_cpu.to_string());
+    out.push(rule_name(r.rule).into());
+    let scanned = r.flags & bpf_intf::sisu_trace_flag_SISU_TRACE_SCANNED != 0;
+    out.push(if scanned { rule_name(r.scan_rule) } else { "" }.into());
+    out.push(if scanned {
+        r.limit.to_string()
+    } else {
+        String::new()
+    });
+    out.push(if scanned {
+        r.examined.to_string()
+    } else {
+        String::new()
+    });
+    out.push(
+        WAIT_KINDS
+            .get(r.kind as usize)
+            .copied()
+            .unwrap_or("?")
+            .into(),
+    );
+    out.push(
+        OUTCOMES
+            .get(r.outcome as usize)
+            .copied()
+            .unwrap_or("?")
+            .into(),
+    );
+    out.push(((r.flags & bpf_intf::sisu_trace_flag_SISU_TRACE_QUEUED != 0) as u8).to_string());
+    for p in [Policy::Util, Policy::Prop, Policy::Full, Policy::None] {
+        let bit = 1 << p.to_bpf();
+        out.push(if r.shadow_rules & bit == 0 {
+            String::new()
+        } else {
+            ((r.shadow_found & bit != 0) as u8).to_string()
+        });
+    }
+    out
+}
+
+/// A file that counts what it was given, so that the size cap costs no
+/// system call per record (the CSV writer buffers in front of it).
+struct Counted {
+    file: File,
+    bytes: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A trace being written.
+struct Session {
+    state: TraceState,
+    dir: PathBuf,
+    wakeups: csv::Writer<Counted>,
+    llcs: csv::Writer<Counted>,
+    deadline: Instant,
+    max_bytes: u64,
+    /// BPF's counts when it started.
+    base: RingCounts,
+    /// Why it must end early, once it must.
+    end: Option<String>,
+    /// Its time is up: it ends, not early.
+    done: bool,
+    /// A write failed: its files are removed rather than left torn.
+    failed: bool,
+}
+
+impl Session {
+    fn open(t: &TraceStart, base: RingCounts) -> Result<Self> {
+        let dir = PathBuf::from(&t.dir);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let open = |name: &str| -> Result<csv::Writer<Counted>> {
+            let path = dir.join(name);
+            let f =
+                File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(csv::Writer::from_writer(Counted { file: f, bytes: 0 }))
+        };
+        let mut wakeups = open("wakeups.csv")?;
+        let mut llcs = open("llcs.csv")?;
+        wakeups
+            .write_record(WAKEUP_COLUMNS)
+            .context("cannot write wakeups.csv")?;
+        llcs.write_record(LLC_COLUMNS)
+            .context("cannot write llcs.csv")?;
+        Ok(Session {
+            state: TraceState {
+                dir: t.dir.clone(),
+                every: t.every,
+                running: true,
+                ..Default::default()
+            },
+            dir,
+            wakeups,
+            llcs,
+            deadline: Instant::now() + Duration::from_secs(t.seconds as u64),
+            max_bytes: t.max_mb as u64 * (1 << 20),
+            base,
+            end: None,
+            done: false,
+            failed: false,
+        })
+    }
+
+    fn fail(&mut self, what: &str, e: impl std::fmt::Display) {
+        if self.end.is_none() {
+            self.end = Some(format!(
+                "cannot write {what} in {}: {e}",
+                self.dir.display()
+            ));
+        }
+        self.failed = true;
+    }
+
+    fn record(&mut self, data: &[u8], places: &Places) {
+        if self.end.is_some() || data.len() < std::mem::size_of::<sisu_trace_rec>() {
+            return;
+        }
+        // SAFETY: the record is plain old data of that size (intf.h), read
+        // unaligned from the ring's bytes.
+        let r: sisu_trace_rec = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
+        if let Err(e) = self.wakeups.write_record(row(&r, places)) {
+            return self.fail("wakeups.csv", e);
+        }
+        self.state.records += 1;
+        if self.wakeups.get_ref().bytes > self.max_bytes {
+            self.end = Some(format!("its size cap of {} MB", self.max_bytes >> 20));
+        }
+    }
+
+    /// Flushes and closes the files, or removes them after a failed write.
+    fn close(mut self) -> TraceState {
+        if !self.failed {
+            if let Err(e) = self.wakeups.flush() {
+                self.fail("wakeups.csv", e);
+            } else if let Err(e) = self.llcs.flush() {
+                self.fail("llcs.csv", e);
+            }
+        }
+        if self.failed {
+            for f in ["wakeups.csv", "llcs.csv"] {
+                let _ = std::fs::remove_file(self.dir.join(f));
+            }
+            if let Some(why) = &mut self.end {
+                why.push_str("; its files were removed");
+            }
+        }
+        self.state.running = false;
+        self.state.ended = self.end.take();
+        self.state
+    }
+}
+
+#[derive(Default)]
+struct Sink {
+    session: Option<Session>,
+    /// The last trace's state after it ended.
+    last: Option<TraceState>,
+}
+
+/// The ring buffer and what drains it.
+pub struct Tracer {
+    ring: RingBuffer<'static>,
+    sink: Rc<RefCell<Sink>>,
+}
+
+impl Tracer {
+    pub fn new(map: &dyn MapCore, layout: &Layout) -> Result<Self> {
+        let sink = Rc::new(RefCell::new(Sink::default()));
+        let places = Places::of(layout);
+        let s = sink.clone();
+        let mut builder = RingBufferBuilder::new();
+        builder
+            .add(map, move |data: &[u8]| {
+                if let Some(session) = s.borrow_mut().session.as_mut() {
+                    session.record(data, &places);
+                }
+                0
+            })
+            .context("cannot attach to the trace's ring buffer")?;
+        let ring = builder
+            .build()
+            .context("cannot attach to the trace's ring buffer")?;
+        Ok(Tracer { ring, sink })
+    }
+
+    /// Starts a trace; @now are BPF's counts once the ring is empty,
+    /// which this asks for first.
+    pub fn start(
+        &mut self,
+        t: &TraceStart,
+        now: impl FnOnce() -> RingCounts,
+    ) -> Result<(), String> {
+        if let Some(s) = &self.sink.borrow().session {
+            return Err(format!("a trace is already running into {}", s.state.dir));
+        }
+        // Whatever an earlier trace left in the ring is not this one's:
+        // with no session, the records are read and thrown away.
+        self.drain_for(REST_BUDGET);
+        let session = Session::open(t, now()).map_err(|e| format!("{e:#}"))?;
+        info!(
+            "trace: one wakeup in {} on record into {}, for at most {} s and {} MB",
+            t.every, t.dir, t.seconds, t.max_mb
+        );
+        self.sink.borrow_mut().session = Some(session);
+        Ok(())
+    }
+
+    /// Reads at most a ring's worth of records: under a load that wakes
+    /// tasks as fast as this thread writes rows, draining until empty
+    /// would never return to the loop's other work (the socket's
+    /// requests, the trace's own deadline); the ring then fills and BPF
+    /// drops, which the records count.
+    fn drain(&self) {
+        self.drain_for(DRAIN_BUDGET);
+    }
+
+    /// Reads records until the ring is empty or @budget is spent.
+    fn drain_for(&self, budget: Duration) {
+        let until = Instant::now() + budget;
+        loop {
+            let n = self.ring.consume_raw_n(DRAIN_BATCH);
+            if n < 0 {
+                warn!(
+                    "trace: cannot read the ring buffer: {}",
+                    std::io::Error::from_raw_os_error(-n)
+                );
+                return;
+            }
+            if (n as usize) < DRAIN_BATCH || Instant::now() >= until {
+                return;
+            }
+        }
+    }
+
+    /// Drains the ring; true when the running trace must end (its time,
+    /// its size, a failed write).
+    pub fn poll(&mut self) -> bool {
+        self.drain();
+        let mut sink = self.sink.borrow_mut();
+        let Some(s) = sink.session.as_mut() else {
+            return false;
+        };
+        if Instant::now() >= s.deadline {
+            s.done = true;
+        }
+        s.done || s.end.is_some()
+    }
+
+    pub fn running(&self) -> bool {
+        self.sink.borrow().session.is_some()
+    }
+
+    /// One interval's state of every LLC: (width, util %, nr_idle_scan,
+    /// auto's rule or "").
+    pub fn llcs(&mut self, t_ns: u64, llcs: &[(usize, f64, u32, &str)]) {
+        let mut sink = self.sink.borrow_mut();
+        let Some(s) = sink.session.as_mut() else {
+            return;
+        };
+        if s.end.is_some() {
+            return;
+        }
+        for (i, (width, util, nr, rule)) in llcs.iter().enumerate() {
+            let rec = [
+                t_ns.to_string(),
+                i.to_string(),
+                width.to_string(),
+                format!("{util:.1}"),
+                nr.to_string(),
+                rule.to_string(),
+            ];
+            if let Err(e) = s.llcs.write_record(rec) {
+                return s.fail("llcs.csv", e);
+            }
+        }
+    }
+
+    /// Ends the running trace (if any) once the ring is read to its end;
+    /// @now are BPF's counts then. The state of the trace that ran last.
+    pub fn stop(&mut self, now: impl FnOnce() -> RingCounts) -> Option<TraceState> {
+        self.drain_for(REST_BUDGET);
+        let now = now();
+        let mut sink = self.sink.borrow_mut();
+        if let Some(mut s) = sink.session.take() {
+            s.state.dropped = now.dropped.saturating_sub(s.base.dropped);
+            // Sent but never written: the scheduler's thread fell behind
+            // (or a failed write ended the trace first).
+            s.state.unread = now
+                .sent
+                .saturating_sub(s.base.sent)
+                .saturating_sub(s.state.records);
+            let state = s.close();
+            match &state.ended {
+                Some(why) => warn!("trace into {} ended early: {why}", state.dir),
+                None => info!(
+                    "trace into {}: {} wakeups on record, {} dropped, {} unread",
+                    state.dir, state.records, state.dropped, state.unread
+                ),
+            }
+            sink.last = Some(state);
+        }
+        sink.last.clone()
+    }
+
+    /// The running trace's state, or the last one's.
+    pub fn state(&self, now: RingCounts) -> Option<TraceState> {
+        let sink = self.sink.borrow();
+        match &sink.session {
+            Some(s) => {
+                let mut st = s.state.clone();
+                st.dropped = now.dropped.saturating_sub(s.base.dropped);
+                Some(st)
+            }
+            None => sink.last.clone(),
+        }
+    }
+}
+
+/// Whether @dir names a folder a trace may write into: absolute, so that
+/// the scheduler and its client agree on it.
+pub fn check_dir(dir: &str) -> Result<(), String> {
+    if Path::new(dir).is_absolute() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the trace's folder must be an absolute path, got {dir:?}"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec() -> sisu_trace_rec {
+        // SAFETY: plain old data; all-zero is a valid record.
+        let mut r: sisu_trace_rec = unsafe { std::mem::zeroed() };
+        r.woke_ns = 5_000;
+        r.wait_ns = 1_500;
+        r.waker_pid = 10;
+        r.wakee_pid = 11;
+        for (i, b) in b"hack,bench".iter().enumerate() {
+            r.wakee_comm[i] = *b as std::os::raw::c_char;
+        }
+        r.prev = 1;
+        r.target = 2;
+        r.cpu = 5;
+        r.ran_cpu = 5;
+        r.rule = Policy::Util.to_bpf();
+        r.scan_rule = Policy::Util.to_bpf();
+        r.limit = 3;
+        r.examined = 3;
+        r.kind = bpf_intf::sisu_wait_SISU_WAIT_FOUND;
+        r.outcome = bpf_intf::sisu_outcome_SISU_OUT_SCAN;
+        r.flags = bpf_intf::sisu_trace_flag_SISU_TRACE_SCANNED;
+        r.shadow_rules = 1 << Policy::Prop.to_bpf() | 1 << Policy::None.to_bpf();
+        r.shadow_found = 1 << Policy::Prop.to_bpf();
+        r
+    }
+
+    fn places() -> Places {
+        Places {
+            llc: vec![Some(0), Some(0), Some(0), Some(0), Some(1), Some(1), None],
+            node: vec![0, 1],
+        }
+    }
+
+    #[test]
+    fn a_record_is_one_row_of_every_column() {
+        let r = row(&rec(), &places());
+        assert_eq!(r.len(), WAKEUP_COLUMNS.len());
+        let at = |c: &str| &r[WAKEUP_COLUMNS.iter().position(|x| *x == c).unwrap()];
+        assert_eq!(at("wait_us"), "1.500");
+        assert_eq!(at("wakee_comm"), "hack,bench");
+        assert_eq!(
+            (at("cpu_llc").as_str(), at("cpu_node").as_str()),
+            ("1", "1")
+        );
+        assert_eq!(at("found"), "found");
+        assert_eq!(at("placement"), "scan");
+        assert_eq!(
+            (at("shadow_util").as_str(), at("shadow_prop").as_str()),
+            ("", "1")
+        );
+        assert_eq!(at("shadow_none"), "0");
+        // A CPU the layout does not know has no LLC or node.
+        assert_eq!(
+            places().cells(6),
+            ["6".to_string(), String::new(), String::new()]
+        );
+        assert_eq!(places().cells(-1)[1], "");
+    }
+
+    #[test]
+    fn a_session_writes_whole_csv_and_stops_at_its_size() {
+        let dir = std::env::temp_dir().join(format!("sisu-trace-{}", std::process::id()));
+        let t = TraceStart {
+            dir: dir.to_string_lossy().into(),
+            every: 1,
+            seconds: 60,
+            max_mb: 1,
+        };
+        let mut s = Session::open(
+            &t,
+            RingCounts {
+                sent: 0,
+                dropped: 7,
+            },
+        )
+        .unwrap();
+        let r = rec();
+        // SAFETY: viewing the record as its bytes, as the ring hands it.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                (&r as *const sisu_trace_rec).cast::<u8>(),
+                std::mem::size_of::<sisu_trace_rec>(),
+            )
+        };
+        let p = places();
+        for _ in 0..3 {
+            s.record(bytes, &p);
+        }
+        s.record(&bytes[..8], &p);
+        let st = s.close();
+        assert_eq!((st.records, st.running, st.ended.clone()), (3, false, None));
+        let mut reader = csv::Reader::from_path(dir.join("wakeups.csv")).unwrap();
+        assert_eq!(reader.headers().unwrap().len(), WAKEUP_COLUMNS.len());
+        let rows: Vec<_> = reader.records().collect::<Result<_, _>>().unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(&rows[0][5], "hack,bench", "a comma in a name is quoted");
+
+        // Past the size cap the session asks to end.
+        let mut s = Session::open(&t, RingCounts::default()).unwrap();
+        while s.end.is_none() && s.state.records < 100_000 {
+            s.record(bytes, &p);
+            s.wakeups.flush().unwrap();
+        }
+        assert!(s.end.as_deref().unwrap_or("").contains("size cap"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_relative_folder_is_refused() {
+        assert!(check_dir("/tmp/t").is_ok());
+        assert!(check_dir("t").unwrap_err().contains("absolute"));
+    }
+}
