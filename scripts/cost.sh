@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # What the scheduler itself costs, measured in the VM with arms interleaved:
-# select_cpu's mean run time per call (the kernel's BPF run-time
-# statistics), the userspace process's CPU time in % of one CPU, and its
-# resident memory, per arm (policy, with and without scan statistics).
+# select_cpu's and running's mean run time per call (the kernel's BPF
+# run-time statistics), the userspace process's CPU time in % of one CPU,
+# and its resident memory, per arm (policy, with and without scan
+# statistics); each against the first arm, with Welch's p over the rounds.
+# An arm's ARGS may hold bin=PATH (another build, which --add puts in the
+# guest) and trace=N (one wakeup in N on record during the workload).
 #
-#   scripts/cost.sh [--shape 2x4] [--rounds 3] [--workload CMD] [--out DIR] [NAME=ARGS ...]
+#   scripts/cost.sh [--shape 2x4] [--rounds 3] [--workload CMD] [--out DIR]
+#                   [--add SRC[:DST]]... [NAME=ARGS ...]
 #
 # Default arms: util, util-nostats, prop, full, none, builtin. TCG timing is
 # not native timing: compare arms with each other, not with other machines.
@@ -21,13 +25,15 @@ ROUNDS=3
 WORKLOAD="hackbench -g 4 -l 400"
 OUT=
 ARMS=()
+ADD=()
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) SHAPE=$2; shift 2 ;;
 	--rounds) ROUNDS=$2; shift 2 ;;
 	--workload) WORKLOAD=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
-	-h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--add) ADD+=(--add "$2"); shift 2 ;;
+	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*=*) ARMS+=("$1"); shift ;;
 	*) echo "cost.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
@@ -51,33 +57,12 @@ cargo build --release --locked --workspace
 OUT=${OUT:-results/$(date -u +%Y%m%d)-$SHAPE-cost}
 mkdir -p "$OUT"
 out=$OUT/runs.txt
-scripts/vm.sh --shape "$SHAPE" --timeout 3600 -- \
+scripts/vm.sh --shape "$SHAPE" --timeout 3600 "${ADD[@]}" -- \
 	"ARMS='$arms' ROUNDS=$ROUNDS WORKLOAD='$WORKLOAD' sh /guest/cost.sh" | grep '^RESULT' | tee "$out" || true
 [[ -s $out ]] || { echo "cost.sh: the guest reported no run" >&2; exit 1; }
 
 echo
 echo "shape $SHAPE, $ROUNDS round(s) of: $WORKLOAD (arms interleaved; mean +- stddev)"
-awk -v md="$OUT/summary.md" '
-/^RESULT/ {
-	for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-	a = v["arm"]
-	if (!(a in n)) order[++na] = a
-	n[a]++
-	s[a] += v["select_cpu_ns"]; ss[a] += v["select_cpu_ns"] ^ 2
-	c[a] += v["updater_cpu_pct"]; cc[a] += v["updater_cpu_pct"] ^ 2
-	r[a] += v["rss_kb"]
-}
-function sd(sum, sq, k) { return k > 1 ? sqrt((sq - sum * sum / k) / (k - 1)) : 0 }
-END {
-	printf "%-16s %22s %26s %12s\n", "arm", "select_cpu ns/call", "userspace CPU % of one", "RSS KiB"
-	print "| arm | select_cpu ns per call | userspace CPU, % of one CPU | RSS, MiB |" >md
-	print "|---|---|---|---|" >md
-	for (i = 1; i <= na; i++) {
-		a = order[i]
-		printf "%-16s %14.0f +- %5.0f %18.3f +- %5.3f %12.0f\n", a, s[a] / n[a], sd(s[a], ss[a], n[a]),
-			c[a] / n[a], sd(c[a], cc[a], n[a]), r[a] / n[a]
-		printf "| %s | %.0f ± %.0f | %.1f ± %.1f | %.1f |\n", a, s[a] / n[a], sd(s[a], ss[a], n[a]),
-			c[a] / n[a], sd(c[a], cc[a], n[a]), r[a] / n[a] / 1024 >md
-	}
-}' "$out"
+# The lab sets the arms side by side, with Welch's test against the first.
+"$TARGET/release/sisutil-lab" cost-summary "$out" | tee "$OUT/summary.md"
 echo "cost.sh: the runs and the table in $OUT"

@@ -205,7 +205,7 @@ impl<'a> Scheduler<'a> {
         };
         write_cfg(&mut skel, &status, 1)?;
         let link = scx_ops_attach!(skel, sisutil_ops)?;
-        let tracer = Tracer::new(&skel.maps.trace_rb, &layout)?;
+        let tracer = Tracer::new(&layout);
 
         let server = Server::launch(Path::new(crate::socket::SOCKET), stats::metas())
             .context("cannot start the stats server")?;
@@ -370,7 +370,8 @@ impl<'a> Scheduler<'a> {
                     return Err("a trace takes one wakeup in 1 or more".into());
                 }
                 let (skel, n) = (&self.skel, self.layout.cpu_llc.len());
-                self.tracer.start(t, || ring_counts(skel, n))?;
+                self.tracer
+                    .start(t, &skel.maps.trace_rb, || ring_counts(skel, n))?;
                 self.set_trace_every(t.every);
                 Ok(())
             }

@@ -322,17 +322,27 @@ struct Sink {
     last: Option<TraceState>,
 }
 
-/// The ring buffer and what drains it.
+/// The ring buffer and what drains it. The ring is mapped into this
+/// process only while a trace runs: libbpf maps its data twice (so that a
+/// record that wraps reads whole), 8 MiB of resident memory the scheduler
+/// would otherwise carry for nothing.
 pub struct Tracer {
-    ring: RingBuffer<'static>,
+    ring: Option<RingBuffer<'static>>,
+    places: Rc<Places>,
     sink: Rc<RefCell<Sink>>,
 }
 
 impl Tracer {
-    pub fn new(map: &dyn MapCore, layout: &Layout) -> Result<Self> {
-        let sink = Rc::new(RefCell::new(Sink::default()));
-        let places = Places::of(layout);
-        let s = sink.clone();
+    pub fn new(layout: &Layout) -> Self {
+        Tracer {
+            ring: None,
+            places: Rc::new(Places::of(layout)),
+            sink: Rc::new(RefCell::new(Sink::default())),
+        }
+    }
+
+    fn attach(&self, map: &dyn MapCore) -> Result<RingBuffer<'static>> {
+        let (s, places) = (self.sink.clone(), self.places.clone());
         let mut builder = RingBufferBuilder::new();
         builder
             .add(map, move |data: &[u8]| {
@@ -342,21 +352,24 @@ impl Tracer {
                 0
             })
             .context("cannot attach to the trace's ring buffer")?;
-        let ring = builder
+        builder
             .build()
-            .context("cannot attach to the trace's ring buffer")?;
-        Ok(Tracer { ring, sink })
+            .context("cannot attach to the trace's ring buffer")
     }
 
-    /// Starts a trace; @now are BPF's counts once the ring is empty,
-    /// which this asks for first.
+    /// Starts a trace on @map, the ring; @now are BPF's counts once the
+    /// ring is empty, which this asks for first.
     pub fn start(
         &mut self,
         t: &TraceStart,
+        map: &dyn MapCore,
         now: impl FnOnce() -> RingCounts,
     ) -> Result<(), String> {
         if let Some(s) = &self.sink.borrow().session {
             return Err(format!("a trace is already running into {}", s.state.dir));
+        }
+        if self.ring.is_none() {
+            self.ring = Some(self.attach(map).map_err(|e| format!("{e:#}"))?);
         }
         // Whatever an earlier trace left in the ring is not this one's:
         // with no session, the records are read and thrown away.
@@ -381,9 +394,12 @@ impl Tracer {
 
     /// Reads records until the ring is empty or @budget is spent.
     fn drain_for(&self, budget: Duration) {
+        let Some(ring) = &self.ring else {
+            return;
+        };
         let until = Instant::now() + budget;
         loop {
-            let n = self.ring.consume_raw_n(DRAIN_BATCH);
+            let n = ring.consume_raw_n(DRAIN_BATCH);
             if n < 0 {
                 warn!(
                     "trace: cannot read the ring buffer: {}",
@@ -400,6 +416,9 @@ impl Tracer {
     /// Drains the ring; true when the running trace must end (its time,
     /// its size, a failed write).
     pub fn poll(&mut self) -> bool {
+        if !self.running() {
+            return false;
+        }
         self.drain();
         let mut sink = self.sink.borrow_mut();
         let Some(s) = sink.session.as_mut() else {
@@ -464,7 +483,10 @@ impl Tracer {
             }
             sink.last = Some(state);
         }
-        sink.last.clone()
+        let last = sink.last.clone();
+        drop(sink);
+        self.ring = None;
+        last
     }
 
     /// The running trace's state, or the last one's.

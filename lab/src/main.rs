@@ -6,6 +6,7 @@
 //! quote.
 
 mod bench;
+mod cost;
 mod shape;
 mod streambench;
 mod trace;
@@ -81,6 +82,9 @@ enum Cmd {
     /// found, the wakers whose wakees missed most; writes DIR/report.txt,
     /// DIR/waits.svg and a Perfetto trace, DIR/trace.pftrace
     TraceReport { dir: PathBuf },
+    /// The table of scripts/cost.sh's runs (its RESULT lines): each arm's
+    /// figures, and their change against the first arm's with Welch's p
+    CostSummary { runs: PathBuf },
     /// Print a VM shape's numbers (scripts/vm.sh's grammar: LxC[xT] or
     /// SsLlCc[Tt][-npsN]) as shell assignments
     Shape { shape: String },
@@ -176,6 +180,7 @@ fn run(cmd: Cmd) -> Result<()> {
         Cmd::Docs { files, update } => bench::cite::docs(&files, update),
         Cmd::Shape { shape } => shape::main(&shape),
         Cmd::TraceReport { dir } => trace::main(&dir),
+        Cmd::CostSummary { runs } => cost::main(&runs),
         Cmd::Wakebench(cfg) => wakebench::main(&cfg),
         Cmd::Streambench(cfg) => streambench::main(&cfg),
         Cmd::Ycsb(cfg) => ycsb::main(&cfg),

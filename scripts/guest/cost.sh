@@ -1,6 +1,9 @@
 # Guest side of scripts/cost.sh: runs every arm ROUNDS times, arms
 # interleaved within each round, and prints one RESULT line per run.
 #   ARMS: lines "name args..."; ROUNDS; WORKLOAD: the command to measure.
+# Two words of an arm's args are this script's: bin=PATH runs another
+# build of the scheduler, trace=N puts one wakeup in N on record while the
+# workload runs (`scx_sisutil trace`).
 STATE=/sys/kernel/sched_ext/state
 
 wait_state() {
@@ -24,22 +27,42 @@ r=1
 while [ $r -le "$ROUNDS" ]; do
 	echo "$ARMS" | while read -r name args; do
 		[ -n "$name" ] || continue
-		scx_sisutil $args --bpf-stats >/tmp/sched.log 2>&1 &
+		bin=scx_sisutil
+		trace=
+		rest=
+		for w in $args; do
+			case $w in
+			bin=*) bin=${w#bin=} ;;
+			trace=*) trace=${w#trace=} ;;
+			*) rest="$rest $w" ;;
+			esac
+		done
+		$bin $rest --bpf-stats >/tmp/sched.log 2>&1 &
 		pid=$!
 		wait_state enabled || { cat /tmp/sched.log; exit 1; }
 		sleep 1
 		scx_sisutil reset-stats >/dev/null
+		if [ -n "$trace" ]; then
+			scx_sisutil trace --out /tmp/cost-trace --every "$trace" --seconds 100000 >/tmp/trace.log 2>&1 &
+			tpid=$!
+		fi
 		c0=$(cpu_ns $pid)
 		t0=$(cut -d' ' -f1 /proc/uptime)
 		sh -c "$WORKLOAD" >/tmp/work.log 2>&1
 		t1=$(cut -d' ' -f1 /proc/uptime)
 		c1=$(cpu_ns $pid)
+		if [ -n "$trace" ]; then
+			kill -INT $tpid
+			wait $tpid
+			sed 's/^/# /' /tmp/trace.log
+		fi
 		s=$(scx_sisutil stats --json)
 		rss=$(grep VmRSS /proc/$pid/status | tr -s ' ' | cut -d' ' -f2)
 		sel=$(echo "$s" | grep -o '"select_cpu":{[^}]*')
+		run=$(echo "$s" | grep -o '"running":{[^}]*')
 		elapsed=$(echo "$t1 $t0" | awk '{ print $1 - $2 }')
 		cpu_pct=$(echo "$c1 $c0 $elapsed" | awk '{ printf "%.4f", 100 * ($1 - $2) / 1e9 / $3 }')
-		echo "RESULT arm=$name round=$r select_cpu_ns=$(field ns_per_call "$sel") calls=$(field calls "$sel") scan_ns_mean=$(field scan_ns_mean "$s") updater_cpu_pct=$cpu_pct rss_kb=$rss wall_s=$elapsed"
+		echo "RESULT arm=$name round=$r select_cpu_ns=$(field ns_per_call "$sel") calls=$(field calls "$sel") running_ns=$(field ns_per_call "$run") scan_ns_mean=$(field scan_ns_mean "$s") updater_cpu_pct=$cpu_pct rss_kb=$rss wall_s=$elapsed"
 		kill -INT $pid
 		wait $pid
 		wait_state disabled

@@ -874,7 +874,8 @@ __hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s
 	tctx->wake_kind = kind;
 	tctx->wake_llc = llc_of(pk->cpu);
 	tctx->woke_at = bpf_ktime_get_ns();
-	if (trace_note(p, tctx, pk, pol)) {
+	/* Tracing off, the trace costs this load and no call. */
+	if (cfg.trace_every && trace_note(p, tctx, pk, pol)) {
 		tctx->trace.prev = prev;
 		tctx->trace.target = target;
 	}
@@ -896,7 +897,8 @@ __hidden void wait_end(struct task_struct *p, u64 now)
 		return;
 	w = now > tctx->woke_at ? now - tctx->woke_at : 0;
 	tctx->woke_at = 0;
-	trace_emit(p, tctx, w);
+	if (tctx->traced)
+		trace_emit(p, tctx, w);
 	kind = tctx->wake_kind;
 	llc = tctx->wake_llc;
 	st = stats_of(active_policy());

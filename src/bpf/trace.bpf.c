@@ -87,7 +87,8 @@ __hidden bool trace_note(struct task_struct *p, struct task_ctx *tctx, const str
 	return true;
 }
 
-/* @p runs, @wait_ns after its placement: its record, if any, goes out. */
+/* @p runs, @wait_ns after its placement: its record goes out (the caller
+ * checked tctx->traced, so that an untraced run makes no call). */
 __hidden void trace_emit(struct task_struct *p, struct task_ctx *tctx, u64 wait_ns)
 {
 	struct sisu_cpu_ctx *c;
@@ -101,7 +102,12 @@ __hidden void trace_emit(struct task_struct *p, struct task_ctx *tctx, u64 wait_
 	tctx->trace.wait_ns = wait_ns;
 	tctx->trace.ran_cpu = cpu;
 	bpf_probe_read_kernel_str(tctx->trace.wakee_comm, sizeof(tctx->trace.wakee_comm), p->comm);
-	if (bpf_ringbuf_output(&trace_rb, &tctx->trace, sizeof(tctx->trace), 0)) {
+	/*
+	 * No wakeup: the scheduler's loop reads the ring on its own clock and
+	 * nobody sleeps on it, so the irq_work a wakeup queues on this CPU
+	 * would buy nothing.
+	 */
+	if (bpf_ringbuf_output(&trace_rb, &tctx->trace, sizeof(tctx->trace), BPF_RB_NO_WAKEUP)) {
 		if (c)
 			c->trace_dropped++;
 	} else if (c) {

@@ -28,7 +28,7 @@ use clap::Parser;
 
 use super::rank;
 use super::report;
-use super::results::{PointResult, Results};
+use super::results::{PointResult, Results, Sample};
 use super::search::Search;
 use super::stat;
 use super::table::num;
@@ -62,7 +62,8 @@ pub struct TableOpts {
     /// Show the sample standard deviation beside each mean
     #[arg(long)]
     pub sd: bool,
-    /// Show Welch's p-value beside each change instead of a star
+    /// Show Welch's p-value beside each change instead of a star (with
+    /// --search, each figure's relative change against the base arm's too)
     #[arg(long)]
     pub p_values: bool,
     /// A row per point and arm with these search figures from the
@@ -425,12 +426,34 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
                         .split_once(" (")
                         .map_or(String::new(), |(_, c)| format!("({c}")),
                 );
-                row.extend(opts.search.iter().map(|s| fixed(s.mean(samples))));
+                let base_samples = q.samples.get(base).map(Vec::as_slice).unwrap_or(&[]);
+                row.extend(opts.search.iter().map(|s| {
+                    let cell = fixed(s.mean(samples));
+                    if opts.p_values && a != base {
+                        format!("{cell}{}", search_change(*s, base_samples, samples))
+                    } else {
+                        cell
+                    }
+                }));
                 rows.push(row);
             }
         }
     }
     Ok(markdown(&head, &rows))
+}
+
+/// A search figure's change against the base arm's, and Welch's p over
+/// the runs: " (+12.0%, p 0.03)", or "" where either lacks two runs.
+fn search_change(s: Search, base: &[Sample], arm: &[Sample]) -> String {
+    let (b, v) = (s.values(base), s.values(arm));
+    let Some((_, _, p)) = stat::welch(&b, &v) else {
+        return String::new();
+    };
+    let (mb, mv) = (stat::mean(&b), stat::mean(&v));
+    if mb == 0.0 {
+        return format!(" (p {p:.2})");
+    }
+    format!(" ({:+.1}%, p {p:.2})", (mv - mb) / mb * 100.0)
 }
 
 /// The shadow run's tables for the selected points, as the report prints

@@ -41,6 +41,10 @@ pub enum Search {
     AutoUtil,
     /// Wakeups SIS_CURRENT sent to their waker's CPU, in %.
     Current,
+    /// BPF's mean run time per call of select_cpu and of running
+    /// (`--bpf-stats`).
+    SelectNs,
+    RunningNs,
 }
 
 impl Search {
@@ -73,6 +77,8 @@ impl Search {
             Search::MissedWait => "missed wait us",
             Search::AutoUtil => "auto at util %",
             Search::Current => "to waker %",
+            Search::SelectNs => "select_cpu ns",
+            Search::RunningNs => "running ns",
         }
     }
 
@@ -102,7 +108,29 @@ impl Search {
                 m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans,
             ),
             Search::Current => pct(m.current_cut, m.wakeups),
+            Search::SelectNs => m.ops.get("select_cpu").map_or(0.0, |o| o.ns_per_call),
+            Search::RunningNs => m.ops.get("running").map_or(0.0, |o| o.ns_per_call),
         }
+    }
+
+    /// The BPF op this figure times, if it is one.
+    fn op(self) -> Option<&'static str> {
+        match self {
+            Search::SelectNs => Some("select_cpu"),
+            Search::RunningNs => Some("running"),
+            _ => None,
+        }
+    }
+
+    /// One value per run of one arm at a point; empty where `mean` is None.
+    pub fn values(self, samples: &[Sample]) -> Vec<f64> {
+        if self.mean(samples).is_none() {
+            return Vec::new();
+        }
+        samples
+            .iter()
+            .filter_map(|s| s.stats.as_ref().map(|m| self.of(m)))
+            .collect()
     }
 
     /// Mean over a point's runs of one arm; None without counters, or for
@@ -121,6 +149,8 @@ impl Search {
                 | Search::PullRemote
                 | Search::PullRunning
                 | Search::Current
+                | Search::SelectNs
+                | Search::RunningNs
         );
         if !scanned && scan_figure {
             return None;
@@ -132,6 +162,14 @@ impl Search {
         });
         if self == Search::AutoUtil && !adaptive {
             return None;
+        }
+        if let Some(op) = self.op() {
+            let timed = samples
+                .iter()
+                .any(|s| s.stats.as_ref().is_some_and(|m| m.ops.contains_key(op)));
+            if !timed {
+                return None;
+            }
         }
         report::mean_of(samples, |m| self.of(m))
     }
