@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::bench::stat;
+use crate::bench::{cite, stat};
 
 /// The figures of a run, in the table's order: (RESULT key, head, scale).
 const COLUMNS: [(&str, &str, f64); 4] = [
@@ -86,24 +86,23 @@ pub fn summary(text: &str) -> Result<String> {
         .iter()
         .filter(|(k, _, _)| arms.iter().any(|(_, f)| f.contains_key(k)))
         .collect();
-    let mut out = String::from("| arm |");
-    for (_, head, _) in &cols {
-        let _ = write!(out, " {head} |");
-    }
-    out.push_str("\n|---|");
-    out.push_str(&"---|".repeat(cols.len()));
-    out.push('\n');
+    let mut head = vec!["arm".to_string()];
+    head.extend(cols.iter().map(|(_, h, _)| h.to_string()));
     let base = &arms[0].1;
-    for (i, (arm, figures)) in arms.iter().enumerate() {
-        let _ = write!(out, "| {arm} |");
-        for (key, _, _) in &cols {
-            let vals = figures.get(key).map(Vec::as_slice).unwrap_or(&[]);
-            let b = (i > 0).then(|| base.get(key).map(Vec::as_slice)).flatten();
-            let _ = write!(out, " {} |", cell(vals, b));
-        }
-        out.push('\n');
-    }
-    Ok(out)
+    let rows: Vec<Vec<String>> = arms
+        .iter()
+        .enumerate()
+        .map(|(i, (arm, figures))| {
+            let mut row = vec![arm.clone()];
+            row.extend(cols.iter().map(|(key, _, _)| {
+                let vals = figures.get(key).map(Vec::as_slice).unwrap_or(&[]);
+                let b = (i > 0).then(|| base.get(key).map(Vec::as_slice)).flatten();
+                cell(vals, b)
+            }));
+            row
+        })
+        .collect();
+    Ok(cite::markdown(&head, &rows))
 }
 
 /// `sisutil-lab cost-summary RUNS`: prints the table.

@@ -281,7 +281,7 @@ fn cell(
 }
 
 /// A Markdown table.
-fn markdown(head: &[String], rows: &[Vec<String>]) -> String {
+pub(crate) fn markdown(head: &[String], rows: &[Vec<String>]) -> String {
     let mut out = format!("| {} |\n|", head.join(" | "));
     out.push_str(&"---|".repeat(head.len()));
     out.push('\n');
