@@ -28,6 +28,7 @@ use crate::control::{TraceStart, TraceState};
 use crate::policy::Policy;
 use crate::stats::WAIT_KINDS;
 use crate::topology::Layout;
+use sisutil_proto::trace::{self, LlcSample, Wakeup};
 
 /// The ring buffer's size: BPF's map, set before load.
 pub const RING_BYTES: u32 = 4 << 20;
@@ -53,47 +54,6 @@ pub struct RingCounts {
     pub dropped: u64,
 }
 
-/// The columns of wakeups.csv.
-const WAKEUP_COLUMNS: [&str; 27] = [
-    "woke_ns",
-    "wait_us",
-    "waker_pid",
-    "waker_comm",
-    "wakee_pid",
-    "wakee_comm",
-    "prev",
-    "prev_llc",
-    "prev_node",
-    "target",
-    "target_llc",
-    "target_node",
-    "cpu",
-    "cpu_llc",
-    "cpu_node",
-    "ran_cpu",
-    "rule",
-    "scan_rule",
-    "limit",
-    "examined",
-    "found",
-    "placement",
-    "queued",
-    "shadow_util",
-    "shadow_prop",
-    "shadow_full",
-    "shadow_none",
-];
-
-/// The columns of llcs.csv.
-const LLC_COLUMNS: [&str; 6] = [
-    "t_ns",
-    "llc",
-    "width",
-    "util_pct",
-    "nr_idle_scan",
-    "auto_rule",
-];
-
 /// How a placement ended (enum sisu_outcome).
 const OUTCOMES: [&str; 7] = ["target", "prev", "recent", "smt", "scan", "busy", "fork"];
 
@@ -111,17 +71,14 @@ impl Places {
         }
     }
 
-    /// CPU, LLC and node of @cpu, as CSV cells ("" where unknown).
-    fn cells(&self, cpu: i32) -> [String; 3] {
+    /// The LLC and node of @cpu (None where unknown).
+    fn of_cpu(&self, cpu: i32) -> (Option<u32>, Option<u32>) {
         let llc = usize::try_from(cpu)
             .ok()
             .and_then(|c| self.llc.get(c).copied().flatten());
         let node = llc.and_then(|l| self.node.get(l));
-        [
-            cpu.to_string(),
-            llc.map_or(String::new(), |l| l.to_string()),
-            node.map_or(String::new(), |n| n.to_string()),
-        ]
+        let id = |x: usize| u32::try_from(x).ok();
+        (llc.and_then(id), node.copied().and_then(id))
     }
 }
 
@@ -140,56 +97,52 @@ fn rule_name(v: u32) -> &'static str {
 }
 
 /// One record as a row of wakeups.csv.
-fn row(r: &sisu_trace_rec, places: &Places) -> Vec<String> {
-    let mut out = vec![
-        r.woke_ns.to_string(),
-        format!("{:.3}", r.wait_ns as f64 / 1000.0),
-        r.waker_pid.to_string(),
-        comm(&r.waker_comm),
-        r.wakee_pid.to_string(),
-        comm(&r.wakee_comm),
-    ];
-    out.extend(places.cells(r.prev));
-    out.extend(places.cells(r.target));
-    out.extend(places.cells(r.cpu));
-    out.push(r.ran_cpu.to_string());
-    out.push(rule_name(r.rule).into());
+fn row(r: &sisu_trace_rec, places: &Places) -> Wakeup {
     let scanned = r.flags & bpf_intf::sisu_trace_flag_SISU_TRACE_SCANNED != 0;
-    out.push(if scanned { rule_name(r.scan_rule) } else { "" }.into());
-    out.push(if scanned {
-        r.limit.to_string()
-    } else {
-        String::new()
-    });
-    out.push(if scanned {
-        r.examined.to_string()
-    } else {
-        String::new()
-    });
-    out.push(
-        WAIT_KINDS
+    let (prev_llc, prev_node) = places.of_cpu(r.prev);
+    let (target_llc, target_node) = places.of_cpu(r.target);
+    let (cpu_llc, cpu_node) = places.of_cpu(r.cpu);
+    let verdict = |p: Policy| {
+        let bit = 1 << p.to_bpf();
+        (r.shadow_rules & bit != 0).then_some((r.shadow_found & bit != 0) as u8)
+    };
+    Wakeup {
+        woke_ns: r.woke_ns,
+        wait_us: r.wait_ns as f64 / 1000.0,
+        waker_pid: r.waker_pid,
+        waker_comm: comm(&r.waker_comm),
+        wakee_pid: r.wakee_pid,
+        wakee_comm: comm(&r.wakee_comm),
+        prev: r.prev,
+        prev_llc,
+        prev_node,
+        target: r.target,
+        target_llc,
+        target_node,
+        cpu: r.cpu,
+        cpu_llc,
+        cpu_node,
+        ran_cpu: r.ran_cpu,
+        rule: rule_name(r.rule).into(),
+        scan_rule: if scanned { rule_name(r.scan_rule) } else { "" }.into(),
+        limit: scanned.then_some(r.limit),
+        examined: scanned.then_some(r.examined),
+        found: WAIT_KINDS
             .get(r.kind as usize)
             .copied()
             .unwrap_or("?")
             .into(),
-    );
-    out.push(
-        OUTCOMES
+        placement: OUTCOMES
             .get(r.outcome as usize)
             .copied()
             .unwrap_or("?")
             .into(),
-    );
-    out.push(((r.flags & bpf_intf::sisu_trace_flag_SISU_TRACE_QUEUED != 0) as u8).to_string());
-    for p in [Policy::Util, Policy::Prop, Policy::Full, Policy::None] {
-        let bit = 1 << p.to_bpf();
-        out.push(if r.shadow_rules & bit == 0 {
-            String::new()
-        } else {
-            ((r.shadow_found & bit != 0) as u8).to_string()
-        });
+        queued: (r.flags & bpf_intf::sisu_trace_flag_SISU_TRACE_QUEUED != 0) as u8,
+        shadow_util: verdict(Policy::Util),
+        shadow_prop: verdict(Policy::Prop),
+        shadow_full: verdict(Policy::Full),
+        shadow_none: verdict(Policy::None),
     }
-    out
 }
 
 /// A file that counts what it was given, so that the size cap costs no
@@ -238,14 +191,17 @@ impl Session {
             let path = dir.join(name);
             let f =
                 File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-            Ok(csv::Writer::from_writer(Counted { file: f, bytes: 0 }))
+            // The header is written at once, from the rows' schema.
+            Ok(csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(Counted { file: f, bytes: 0 }))
         };
         let mut wakeups = open("wakeups.csv")?;
         let mut llcs = open("llcs.csv")?;
         wakeups
-            .write_record(WAKEUP_COLUMNS)
+            .write_record(trace::header::<Wakeup>())
             .context("cannot write wakeups.csv")?;
-        llcs.write_record(LLC_COLUMNS)
+        llcs.write_record(trace::header::<LlcSample>())
             .context("cannot write llcs.csv")?;
         Ok(Session {
             state: TraceState {
@@ -283,7 +239,7 @@ impl Session {
         // SAFETY: the record is plain old data of that size (intf.h), read
         // unaligned from the ring's bytes.
         let r: sisu_trace_rec = unsafe { std::ptr::read_unaligned(data.as_ptr().cast()) };
-        if let Err(e) = self.wakeups.write_record(row(&r, places)) {
+        if let Err(e) = self.wakeups.serialize(row(&r, places)) {
             return self.fail("wakeups.csv", e);
         }
         self.state.records += 1;
@@ -445,15 +401,16 @@ impl Tracer {
             return;
         }
         for (i, (width, util, nr, rule)) in llcs.iter().enumerate() {
-            let rec = [
-                t_ns.to_string(),
-                i.to_string(),
-                width.to_string(),
-                format!("{util:.1}"),
-                nr.to_string(),
-                rule.to_string(),
-            ];
-            if let Err(e) = s.llcs.write_record(rec) {
+            let rec = LlcSample {
+                t_ns,
+                llc: i as u32,
+                width: *width as u32,
+                // A tenth of a percent is more than the sums resolve.
+                util_pct: (util * 10.0).round() / 10.0,
+                nr_idle_scan: *nr,
+                auto_rule: rule.to_string(),
+            };
+            if let Err(e) = s.llcs.serialize(rec) {
                 return s.fail("llcs.csv", e);
             }
         }
@@ -555,27 +512,24 @@ mod tests {
     #[test]
     fn a_record_is_one_row_of_every_column() {
         let r = row(&rec(), &places());
-        assert_eq!(r.len(), WAKEUP_COLUMNS.len());
-        let at = |c: &str| &r[WAKEUP_COLUMNS.iter().position(|x| *x == c).unwrap()];
-        assert_eq!(at("wait_us"), "1.500");
-        assert_eq!(at("wakee_comm"), "hack,bench");
-        assert_eq!(
-            (at("cpu_llc").as_str(), at("cpu_node").as_str()),
-            ("1", "1")
-        );
-        assert_eq!(at("found"), "found");
-        assert_eq!(at("placement"), "scan");
-        assert_eq!(
-            (at("shadow_util").as_str(), at("shadow_prop").as_str()),
-            ("", "1")
-        );
-        assert_eq!(at("shadow_none"), "0");
+        assert_eq!(r.wait_us, 1.5);
+        assert_eq!(r.wakee_comm, "hack,bench");
+        assert_eq!((r.cpu_llc, r.cpu_node), (Some(1), Some(1)));
+        assert_eq!((r.found.as_str(), r.placement.as_str()), ("found", "scan"));
+        assert_eq!((r.limit, r.examined), (Some(3), Some(3)));
+        assert_eq!((r.shadow_util, r.shadow_prop), (None, Some(1)));
+        assert_eq!(r.shadow_none, Some(0));
         // A CPU the layout does not know has no LLC or node.
+        assert_eq!(places().of_cpu(6), (None, None));
+        assert_eq!(places().of_cpu(-1), (None, None));
+        // Without a scan, no scan rule, depth or count.
+        let mut bare = rec();
+        bare.flags = 0;
+        let r = row(&bare, &places());
         assert_eq!(
-            places().cells(6),
-            ["6".to_string(), String::new(), String::new()]
+            (r.scan_rule.as_str(), r.limit, r.examined),
+            ("", None, None)
         );
-        assert_eq!(places().cells(-1)[1], "");
     }
 
     #[test]
@@ -611,10 +565,10 @@ mod tests {
         let st = s.close();
         assert_eq!((st.records, st.running, st.ended.clone()), (3, false, None));
         let mut reader = csv::Reader::from_path(dir.join("wakeups.csv")).unwrap();
-        assert_eq!(reader.headers().unwrap().len(), WAKEUP_COLUMNS.len());
-        let rows: Vec<_> = reader.records().collect::<Result<_, _>>().unwrap();
+        assert_eq!(reader.headers().unwrap().len(), 27);
+        let rows: Vec<Wakeup> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         assert_eq!(rows.len(), 3);
-        assert_eq!(&rows[0][5], "hack,bench", "a comma in a name is quoted");
+        assert_eq!(rows[0], row(&r, &p), "a comma in a name is quoted");
 
         // Past the size cap the session asks to end.
         let mut s = Session::open(&t, RingCounts::default()).unwrap();

@@ -1,7 +1,7 @@
 //! What the scheduler and the lab share: the policies' names, the CPU
 //! topology as the scheduler reads it, the statistics' schema and its
-//! tables, the run-time switch's requests, and the client side of the
-//! running instance's socket and of sched_ext's sysfs.
+//! tables, the run-time switch's requests, the trace's rows, and the
+//! client side of the running instance's socket and of sched_ext's sysfs.
 
 pub mod control;
 pub mod intf;
@@ -12,4 +12,5 @@ pub mod stats;
 pub mod sysfs;
 pub mod tables;
 pub mod topology;
+pub mod trace;
 pub mod waits;

@@ -22,45 +22,7 @@ use serde::Deserialize;
 
 use crate::bench::plot::Chart;
 use perfetto::{Builder, DebugAnnotation as Arg};
-
-/// One row of wakeups.csv (the scheduler's src/trace.rs writes it).
-#[derive(Clone, Debug, Deserialize)]
-pub struct Wakeup {
-    pub woke_ns: u64,
-    pub wait_us: f64,
-    pub waker_pid: i32,
-    pub waker_comm: String,
-    pub wakee_pid: i32,
-    pub wakee_comm: String,
-    pub prev: i32,
-    pub target: i32,
-    pub cpu: i32,
-    pub cpu_llc: Option<u32>,
-    pub cpu_node: Option<u32>,
-    pub ran_cpu: i32,
-    pub rule: String,
-    pub scan_rule: String,
-    pub limit: Option<u32>,
-    pub examined: Option<u32>,
-    pub found: String,
-    pub placement: String,
-    pub queued: u8,
-    pub shadow_util: Option<u8>,
-    pub shadow_prop: Option<u8>,
-    pub shadow_full: Option<u8>,
-    pub shadow_none: Option<u8>,
-}
-
-/// One row of llcs.csv.
-#[derive(Clone, Debug, Deserialize)]
-pub struct LlcSample {
-    pub t_ns: u64,
-    pub llc: u32,
-    pub width: u32,
-    pub util_pct: f64,
-    pub nr_idle_scan: u32,
-    pub auto_rule: String,
-}
+pub use sisutil_proto::trace::{LlcSample, Wakeup};
 
 fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
     let mut r =
@@ -366,6 +328,19 @@ pub fn perfetto_trace(w: &[Wakeup], llcs: &[LlcSample]) -> Builder {
 
 /// `sisutil-lab trace-report DIR`.
 pub fn main(dir: &Path) -> Result<()> {
+    let (text, packets) = write_report(dir)?;
+    print!("{text}");
+    println!(
+        "report.txt, waits.svg and trace.pftrace ({packets} packets, for ui.perfetto.dev) in {}",
+        dir.display()
+    );
+    Ok(())
+}
+
+/// Reads the trace in @dir and writes its report.txt, waits.svg and
+/// trace.pftrace beside it; the report's text and the Perfetto trace's
+/// packets.
+pub fn write_report(dir: &Path) -> Result<(String, usize)> {
     let w: Vec<Wakeup> = read_csv(&dir.join("wakeups.csv"))?;
     let llcs: Vec<LlcSample> = read_csv(&dir.join("llcs.csv"))?;
     if w.is_empty() {
@@ -375,7 +350,6 @@ pub fn main(dir: &Path) -> Result<()> {
         );
     }
     let text = report(&w, &llcs);
-    print!("{text}");
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
         let path = dir.join(name);
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))
@@ -384,12 +358,7 @@ pub fn main(dir: &Path) -> Result<()> {
     write("waits.svg", chart(&w).svg().as_bytes())?;
     let trace = perfetto_trace(&w, &llcs);
     write("trace.pftrace", &trace.encode())?;
-    println!(
-        "report.txt, waits.svg and trace.pftrace ({} packets, for ui.perfetto.dev) in {}",
-        trace.packets(),
-        dir.display()
-    );
-    Ok(())
+    Ok((text, trace.packets()))
 }
 
 #[cfg(test)]
@@ -421,6 +390,7 @@ mod tests {
             shadow_prop: Some(1),
             shadow_full: None,
             shadow_none: None,
+            ..Default::default()
         }
     }
 
