@@ -6,7 +6,8 @@
 # lab turns a trace into a report, a plot and a Perfetto trace (which the
 # host half of this test opens with Perfetto's own schema). Bad input: a
 # folder it cannot create, a full disk, a client killed mid-trace: one
-# line, the scheduler keeps scheduling, and no torn file is left.
+# line, the scheduler keeps scheduling, and no torn file is left. A point
+# of the harness keeps the trace of its last run under a +traceN arm.
 # shape: 2x4
 # timeout: 900
 . /tests/vm/lib.sh
@@ -140,4 +141,25 @@ hackbench -g 1 -l 100 >/tmp/hb.log 2>&1
 check "the scheduler kept scheduling through it all" grep -q '^Time:' /tmp/hb.log
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+
+# A point of the harness carries a trace: a +traceN arm puts its measured
+# runs on record, keeps each point's last one beside the results, with the
+# lab's report of it, and the harness's report says where.
+log "a harness point keeps its trace"
+check "bench with a util+trace8 arm runs" sh -c "$LAB bench --preset quick --arms util,util+trace8 \
+	--bench hackbench --groups 2 --modes process --ipc pipe --iterations 2 --out /tmp/abt >/tmp/abt.out 2>&1"
+tail -n 5 /tmp/abt.out | sed 's/^/# /'
+D=/tmp/abt/traces/hackbench-process-pipe-2-groups/util-trace8
+n8=$(rows $D/wakeups.csv)
+check "the point's trace is kept with its report, plot and Perfetto trace" \
+	[ "$n8" -gt 0 -a -s $D/report.txt -a -s $D/waits.svg -a -s $D/trace.pftrace ]
+kept=$(awk '$NF ~ /util-trace8$/ { print $(NF-3) }' /tmp/abt/report.txt)
+check "the harness's report lists it with the file's rows ($kept, $n8)" [ "${kept:-0}" -eq "$n8" ]
+# The scan table's wakeups are the mean of the arm's runs; the trace is
+# the last run's, one wakeup in 8.
+w8=$(awk '$1 == "2-groups" && $2 == "util+trace8" { print $3; exit }' /tmp/abt/report.txt)
+log "trace of $n8 rows, $w8 wakeups a run"
+check "about one wakeup in 8 of a run ($n8 of ${w8:-?})" [ $((n8 * 32)) -ge "${w8:-0}" -a $((n8 * 2)) -le "${w8:-0}" ]
+check "the untraced arm kept none" [ ! -e /tmp/abt/traces/hackbench-process-pipe-2-groups/util ]
+check "the harness plots the waits by what the scan found" grep -q "util+trace8 p99" /tmp/abt/plots/hackbench-process-pipe-waits.svg
 finish

@@ -47,10 +47,6 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// Where a `+trace` arm's records go: the arm's run measures what tracing
-/// costs, not the records, which each run overwrites.
-const ARM_TRACE_DIR: &str = "/tmp/sisutil-lab-arm-trace";
-
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arm {
     pub name: String,
@@ -127,7 +123,7 @@ impl Arm {
                 } else {
                     let policy = s.parse::<Policy>().map_err(|_| {
                         anyhow!(
-                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, {}, util-small[=N], any of these but eevdf with +cache or +current)",
+                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, {}, util-small[=N], any of these but eevdf with +cache, +current or +traceN)",
                             Policy::names()
                         )
                     })?;
@@ -170,6 +166,14 @@ impl Arm {
 
     pub fn is_scx(&self) -> bool {
         matches!(self.kind, ArmKind::Scx { .. })
+    }
+
+    /// One wakeup in how many this arm puts on record (0: none).
+    pub fn trace_every(&self) -> u32 {
+        match self.kind {
+            ArmKind::Scx { trace_every, .. } => trace_every,
+            _ => 0,
+        }
     }
 }
 
@@ -297,7 +301,7 @@ impl Machine {
                 small_llc,
                 sis_cache,
                 sis_current,
-                trace_every,
+                ..
             } => {
                 self.stop_external()?;
                 self.restore_sis_util()?;
@@ -310,8 +314,10 @@ impl Machine {
                     ..Default::default()
                 })
                 .with_context(|| format!("cannot switch to {}", arm.name))?;
-                self.set_trace(*trace_every)
-                    .with_context(|| format!("cannot set {}'s trace", arm.name))?;
+                // A trace an arm before left running (a run that failed)
+                // is not this arm's.
+                self.stop_trace()
+                    .with_context(|| format!("cannot stop the trace before {}", arm.name))?;
             }
             ArmKind::External { command } => {
                 self.stop_sched()?;
@@ -329,26 +335,29 @@ impl Machine {
         })
     }
 
-    /// Puts one wakeup in @every on record (0: none) for the arm that
-    /// follows, stopping the trace any arm before it left running.
-    fn set_trace(&mut self, every: u32) -> Result<()> {
+    /// Puts one wakeup in @every on record into @dir (an absolute path),
+    /// for one run: an hour at most, and @max_mb of rows.
+    pub fn start_trace(&self, dir: &Path, every: u32, max_mb: u32) -> Result<()> {
         control::send(&Change {
+            trace: Some(control::TraceCmd::Start(control::TraceStart {
+                dir: dir.display().to_string(),
+                every,
+                seconds: 3600,
+                max_mb,
+            })),
+            ..Default::default()
+        })
+        .with_context(|| format!("cannot start a trace into {}", dir.display()))?;
+        Ok(())
+    }
+
+    /// Ends the running trace, if one runs; what the last one recorded.
+    pub fn stop_trace(&self) -> Result<Option<control::TraceState>> {
+        let status = control::send(&Change {
             trace: Some(control::TraceCmd::Stop),
             ..Default::default()
         })?;
-        if every == 0 {
-            return Ok(());
-        }
-        control::send(&Change {
-            trace: Some(control::TraceCmd::Start(control::TraceStart {
-                dir: ARM_TRACE_DIR.into(),
-                every,
-                seconds: 3600,
-                max_mb: 256,
-            })),
-            ..Default::default()
-        })?;
-        Ok(())
+        Ok(status.trace)
     }
 
     /// Takes `arm`'s scheduler off the machine, whatever state it is in.

@@ -14,6 +14,7 @@ pub fn sample(it: u32, metric: &str, v: f64) -> Sample {
         wall_s: v,
         stats: None,
         failed: None,
+        trace: None,
     }
 }
 

@@ -29,8 +29,9 @@ pub struct BenchOpts {
     /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, util,
     /// prop, full, none, builtin, auto, util-small[=N]; a policy arm with
     /// +cache (util+cache) runs with SIS_CACHE, with +current with
-    /// SIS_CURRENT, with +traceN with one wakeup in N on record (what
-    /// tracing costs)
+    /// SIS_CURRENT, with +traceN with one wakeup in N on record during
+    /// every measured run (the last iteration's trace of each point is kept
+    /// in OUT/traces/, with its trace-report)
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
     /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)

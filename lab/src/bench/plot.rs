@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::report;
 use super::results::Results;
 use super::stat::{self, Better};
 
@@ -188,7 +189,7 @@ fn fmt_tick(v: f64) -> String {
     }
 }
 
-fn slug(s: &str) -> String {
+pub fn slug(s: &str) -> String {
     let mut out: String = s
         .chars()
         .map(|c| {
@@ -302,6 +303,52 @@ pub fn depth_chart(r: &Results, section: &str, limit: bool) -> Option<Chart> {
     })
 }
 
+/// What a scan's miss costs, per section: the wait from placement to first
+/// run of the wakees whose scan found an idle CPU, missed one that
+/// existed, or had none to find (a group per point and kind), median and
+/// 99th percentile for each scheduler arm, from every run's histograms.
+pub fn waits_chart(r: &Results, section: &str) -> Option<Chart> {
+    use sisutil_proto::waits;
+    let arms: Vec<_> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let mut groups = Vec::new();
+    let mut values = Vec::new();
+    for p in r.section_points(section) {
+        for kind in report::WAIT_KINDS {
+            let row: Vec<(f64, f64)> = arms
+                .iter()
+                .flat_map(|a| {
+                    let hist = report::summed_waits(
+                        p.samples.get(&a.name).map_or(&[][..], Vec::as_slice),
+                        kind,
+                    );
+                    [0.5, 0.99].map(|q| {
+                        let us = waits::quantile(&hist, q).map_or(f64::NAN, |ns| ns / 1000.0);
+                        (us, 0.0)
+                    })
+                })
+                .collect();
+            if row.iter().any(|v| v.0.is_finite()) {
+                groups.push(format!("{} {kind}", p.point.label));
+                values.push(row);
+            }
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    Some(Chart {
+        title: format!("{section}: wait from placement to first run"),
+        subtitle: "by what the scan found; every run's wakeups".into(),
+        y_label: "wait (us)".into(),
+        groups,
+        series: arms
+            .iter()
+            .flat_map(|a| [format!("{} p50", a.name), format!("{} p99", a.name)])
+            .collect(),
+        values,
+    })
+}
+
 /// Writes every chart of `r` into `dir`; returns the files written.
 pub fn write_all(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
@@ -311,6 +358,7 @@ pub fn write_all(r: &Results, dir: &Path) -> Result<Vec<PathBuf>> {
             (metric_chart(r, &section), ""),
             (depth_chart(r, &section, false), "-searched"),
             (depth_chart(r, &section, true), "-limit"),
+            (waits_chart(r, &section), "-waits"),
         ];
         for (chart, suffix) in charts {
             let Some(chart) = chart else { continue };
@@ -361,6 +409,39 @@ mod tests {
         assert_eq!(svg.matches("<path d=").count(), 4);
         assert!(svg.contains("lower is better"));
         assert!(svg.contains("hackbench process socket: time"));
+    }
+
+    #[test]
+    fn waits_chart_has_each_kinds_median_and_tail_per_arm() {
+        use sisutil_proto::stats::WaitMetrics;
+        use sisutil_proto::waits::{slot_range, SLOTS};
+        let mut r = results();
+        assert!(
+            waits_chart(&r, "hackbench process socket").is_none(),
+            "no waits, no chart"
+        );
+        let slot_hist = |slot: usize, n: u64| {
+            let mut h = vec![0u64; SLOTS];
+            h[slot] = n;
+            h
+        };
+        for s in r.points[0].samples.get_mut("util").unwrap() {
+            let m = s.stats.as_mut().unwrap();
+            m.waits
+                .insert("found".into(), WaitMetrics::of(9, 0, &slot_hist(10, 9)));
+            m.waits
+                .insert("missed".into(), WaitMetrics::of(1, 0, &slot_hist(30, 1)));
+        }
+        let c = waits_chart(&r, "hackbench process socket").unwrap();
+        assert_eq!(c.groups, ["1-groups found", "1-groups missed"]);
+        assert_eq!(c.series, ["util p50", "util p99"]);
+        let (found, missed) = (c.values[0][0].0, c.values[1][1].0);
+        let us = |s: usize| {
+            let (lo, hi) = slot_range(s);
+            (lo as f64 / 1000.0, hi as f64 / 1000.0)
+        };
+        assert!((us(10).0..=us(10).1).contains(&found), "{found}");
+        assert!((us(30).0..=us(30).1).contains(&missed), "{missed}");
     }
 
     #[test]

@@ -139,13 +139,30 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
     ))
 }
 
+/// What a scan's placement found, as the waits tables and plots set them
+/// side by side: an idle CPU, none though one existed, none at all.
+pub const WAIT_KINDS: [&str; 3] = ["found", "missed", "none"];
+
+/// The waits of @kind over @samples: the iterations' histograms summed
+/// (BPF's wait slots), whose percentiles a mean of percentiles would not
+/// be.
+pub fn summed_waits(samples: &[Sample], kind: &str) -> Vec<u64> {
+    let mut hist = vec![0u64; sisutil_proto::waits::SLOTS];
+    for m in samples.iter().filter_map(|s| s.stats.as_ref()) {
+        if let Some(w) = m.waits.get(kind) {
+            for (h, n) in hist.iter_mut().zip(&w.hist) {
+                *h += n;
+            }
+        }
+    }
+    hist
+}
+
 /// The wait from a wakeup's placement to its first run, per point and scx
-/// arm, by what the placement found: percentiles of the iterations'
-/// histograms summed (BPF's wait slots), which a mean of percentiles
-/// would not be.
+/// arm, by what the placement found (`summed_waits`).
 pub fn waits_table(r: &Results, section: &str) -> Option<String> {
     use sisutil_proto::waits;
-    const KINDS: [&str; 3] = ["found", "missed", "none"];
+    const KINDS: [&str; 3] = WAIT_KINDS;
     let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
     let mut rows = vec![vec!["point".to_string(), "arm".to_string()]];
     for k in KINDS {
@@ -159,14 +176,7 @@ pub fn waits_table(r: &Results, section: &str) -> Option<String> {
             };
             let mut row = vec![p.point.label.clone(), a.name.clone()];
             for k in KINDS {
-                let mut hist = vec![0u64; waits::SLOTS];
-                for m in ss.iter().filter_map(|s| s.stats.as_ref()) {
-                    if let Some(w) = m.waits.get(k) {
-                        for (h, n) in hist.iter_mut().zip(&w.hist) {
-                            *h += n;
-                        }
-                    }
-                }
+                let hist = summed_waits(ss, k);
                 let n: u64 = hist.iter().sum();
                 any |= n > 0;
                 let q =
@@ -393,7 +403,43 @@ pub fn text(r: &Results) -> String {
             let _ = writeln!(out, "\n{t}");
         }
     }
+    if let Some(t) = traces_table(r) {
+        let _ = writeln!(out, "\n{t}");
+    }
     out
+}
+
+/// The traces a run kept (`+traceN` arms): per point and arm, what the
+/// last run put on record and where its rows and its report are.
+pub fn traces_table(r: &Results) -> Option<String> {
+    let traces = r.traces();
+    if traces.is_empty() {
+        return None;
+    }
+    let mut rows = vec![[
+        "point", "arm", "one in", "rows", "dropped", "unread", "folder",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for (p, arm, t) in traces {
+        rows.push(vec![
+            format!("{} {}", p.point.section, p.point.label),
+            arm.to_string(),
+            t.every.to_string(),
+            t.records.to_string(),
+            t.dropped.to_string(),
+            t.unread.to_string(),
+            match &t.ended {
+                Some(why) => format!("{} (ended early: {why})", t.dir),
+                None => t.dir.clone(),
+            },
+        ]);
+    }
+    Some(format!(
+        "{}{}",
+        banner("Traces kept: each point's last run under each tracing arm (wakeups.csv, and trace-report's report.txt, waits.svg, trace.pftrace)"),
+        align(&rows)
+    ))
 }
 
 /// Two result files side by side: for every point and arm both have, the
@@ -477,6 +523,36 @@ pub fn compare(a: &Results, b: &Results, alpha: f64) -> String {
 mod tests {
     use super::*;
     use crate::bench::fixture::results;
+
+    #[test]
+    fn a_kept_trace_is_the_last_runs_and_the_report_says_where() {
+        use sisutil_proto::control::TraceState;
+        let mut r = results();
+        assert!(traces_table(&r).is_none());
+        let util = r.points[1].samples.get_mut("util").unwrap();
+        for (s, records) in util.iter_mut().zip([300, 200, 100]) {
+            s.trace = Some(TraceState {
+                dir: "traces/hackbench-16-groups/util-trace8".into(),
+                every: 8,
+                records,
+                dropped: 2,
+                ..Default::default()
+            });
+        }
+        let traces = r.traces();
+        assert_eq!(traces.len(), 1);
+        assert_eq!((traces[0].1, traces[0].2.records), ("util", 100));
+        let text = text(&r);
+        let row = text
+            .lines()
+            .find(|l| l.contains("traces/hackbench-16-groups/util-trace8"))
+            .unwrap_or_else(|| panic!("{text}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert!(
+            cells.windows(4).any(|w| w == ["8", "100", "2", "0"]),
+            "{row}"
+        );
+    }
 
     #[test]
     fn the_report_names_dropped_arms() {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::arms::Arm;
 use super::workload::{Matrix, Point};
+use sisutil_proto::control::TraceState;
 use sisutil_proto::stats::Metrics;
 
 pub const FORMAT: &str = "scx_sisutil-ab/1";
@@ -65,6 +66,10 @@ pub struct Sample {
     /// needs did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// The trace of a `+traceN` arm's run: what it put on record, its
+    /// folder relative to the results' (the last iteration's stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceState>,
 }
 
 impl Sample {
@@ -75,6 +80,7 @@ impl Sample {
             wall_s: 0.0,
             stats: None,
             failed: Some(why),
+            trace: None,
         }
     }
 }
@@ -169,6 +175,20 @@ impl Results {
                         arm.as_str(),
                         why,
                     ));
+                }
+            }
+        }
+        out
+    }
+
+    /// The traces the run kept, as (point, arm, trace): per point and
+    /// arm the last run's, whose files each run overwrote.
+    pub fn traces(&self) -> Vec<(&PointResult, &str, &TraceState)> {
+        let mut out = Vec::new();
+        for p in &self.points {
+            for (arm, samples) in &p.samples {
+                if let Some(t) = samples.iter().rev().find_map(|s| s.trace.as_ref()) {
+                    out.push((p, arm.as_str(), t));
                 }
             }
         }

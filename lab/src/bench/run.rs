@@ -144,10 +144,28 @@ fn await_exit(exit_fd: Option<&OwnedFd>, max: Duration) {
     unsafe { libc::poll(&mut pfd, 1, ms) };
 }
 
+/// A point's trace stops at this size, its file closed whole: enough for
+/// every wakeup of a few seconds of hackbench on 8 CPUs.
+const TRACE_MAX_MB: u32 = 64;
+
+/// Where a `+traceN` arm's trace of a point goes, within the results'
+/// folder: one folder per point and arm, each run overwriting the last.
+pub fn trace_folder(point: &Point, arm: &Arm) -> PathBuf {
+    Path::new("traces")
+        .join(format!(
+            "{}-{}",
+            plot::slug(&point.section),
+            plot::slug(&point.label)
+        ))
+        .join(plot::slug(&arm.name))
+}
+
 /// What every sample of a run needs besides its point and arm.
 struct Runner<'a> {
     opts: &'a BenchOpts,
     exe: &'a Path,
+    /// The results' folder, absolute: the scheduler writes the traces.
+    out: PathBuf,
     /// The benchmark's output, kept until the next sample.
     log: PathBuf,
     timeout: Duration,
@@ -234,15 +252,36 @@ impl Runner<'_> {
         if arm.is_scx() {
             machine.reset_stats()?;
         }
+        let trace = (arm.trace_every() > 0).then(|| trace_folder(point, arm));
+        if let Some(rel) = &trace {
+            machine.start_trace(&self.out.join(rel), arm.trace_every(), TRACE_MAX_MB)?;
+        }
         let ran = self.run_point(point);
         // An arm that lost its scheduler during the run explains a failed run
         // better than the benchmark's own complaint does.
         machine
             .healthy(arm)
             .with_context(|| format!("{} under {}", point.label, arm.name))?;
+        let trace = match trace {
+            Some(rel) => machine.stop_trace()?.map(|mut st| {
+                if let Some(why) = &st.ended {
+                    warn!(
+                        "{} under {}: the trace ended early: {why}",
+                        point.label, arm.name
+                    );
+                }
+                st.dir = rel.display().to_string();
+                st
+            }),
+            None => None,
+        };
         let (values, wall_s) = match ran {
             Ok(v) => v,
-            Err(e) => return self.benchmark_failed(e, needs_db, iteration),
+            Err(e) => {
+                return self
+                    .benchmark_failed(e, needs_db, iteration)
+                    .map(|s| Sample { trace, ..s })
+            }
         };
         let stats = if arm.is_scx() {
             Some(machine.fetch_stats()?)
@@ -255,6 +294,7 @@ impl Runner<'_> {
             wall_s,
             stats,
             failed: None,
+            trace,
         })
     }
 
@@ -478,6 +518,8 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
     let mut runner = Runner {
         opts,
         exe: &exe,
+        out: std::path::absolute(&out)
+            .with_context(|| format!("cannot resolve {}", out.display()))?,
         log: out.join("last-run.log"),
         timeout: Duration::from_secs(opts.run_timeout),
         stop: &stop,
@@ -588,6 +630,7 @@ fn run_matrix(
 /// report.
 fn finish(results: &Results, out: &Path) -> Result<()> {
     results.save(&out.join("results.json"))?;
+    report_traces(results, out);
     let text = report::text(results);
     std::fs::write(out.join("report.txt"), &text).context("cannot write report.txt")?;
     let plots = plot::write_all(results, &out.join("plots"))?;
@@ -604,6 +647,17 @@ fn finish(results: &Results, out: &Path) -> Result<()> {
         out.join("plots").display()
     );
     Ok(())
+}
+
+/// The lab's trace report beside every trace the run kept. One that
+/// cannot be read is said, and the rest of the run's output still made.
+fn report_traces(results: &Results, out: &Path) {
+    for (_, _, trace) in results.traces() {
+        let dir = out.join(&trace.dir);
+        if let Err(e) = crate::trace::write_report(&dir) {
+            warn!("no report of the trace in {}: {e:#}", dir.display());
+        }
+    }
 }
 
 #[cfg(test)]
