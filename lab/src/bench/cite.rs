@@ -83,6 +83,11 @@ pub struct TableOpts {
     /// the points (runs with --shadow all and the rules as arms)
     #[arg(long)]
     pub rank: bool,
+    /// Under the table, per arm, its changes against the base pooled: how
+    /// many are ahead, behind and significant, and the exact sign test of
+    /// the split (for many points none of which is significant alone)
+    #[arg(long)]
+    pub sign_test: bool,
 }
 
 /// A run as the table names it.
@@ -313,6 +318,7 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
         .any(|p| p.point.section != points[0].point.section);
     let mut rows = Vec::new();
     let mut heads = Vec::new();
+    let mut tally = vec![Tally::default(); arms.len()];
     for p in &points {
         let metrics = metrics_of(opts, p)?;
         for (name, metric) in &metrics {
@@ -327,10 +333,16 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
                 let r = &run.results;
                 let base = opts.base.as_deref().unwrap_or(&r.method.baseline);
                 match same_point(r, p) {
-                    Some(q) => row
-                        .extend(arms.iter().map(|a| {
+                    Some(q) => {
+                        row.extend(arms.iter().map(|a| {
                             cell(q, a, base, name, metric.as_ref(), opts, r.method.alpha)
-                        })),
+                        }));
+                        if let Some(m) = metric {
+                            for (t, a) in tally.iter_mut().zip(&arms) {
+                                t.add(q, a, base, name, m, r.method.alpha);
+                            }
+                        }
+                    }
                     None => row.extend(arms.iter().map(|_| "-".to_string())),
                 }
             }
@@ -352,7 +364,62 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
             });
         }
     }
-    Ok(markdown(&head, &rows))
+    let mut out = markdown(&head, &rows);
+    if opts.sign_test {
+        let base = opts.base.as_deref().unwrap_or(&first.method.baseline);
+        out.push('\n');
+        for (t, a) in tally.iter().zip(&arms).filter(|(t, _)| t.n > 0) {
+            let _ = writeln!(out, "{}", t.sentence(a, base));
+        }
+    }
+    Ok(out)
+}
+
+/// An arm's changes against the base over a table's cells.
+#[derive(Clone, Default)]
+struct Tally {
+    n: u64,
+    ahead: u64,
+    behind: u64,
+    sig_ahead: u64,
+    sig_behind: u64,
+}
+
+impl Tally {
+    fn add(&mut self, p: &PointResult, arm: &str, base: &str, name: &str, m: &Metric, alpha: f64) {
+        let (vals, base_vals) = (p.values(arm, name), p.values(base, name));
+        if arm == base || vals.is_empty() || base_vals.is_empty() {
+            return;
+        }
+        let change = stat::change_pct(stat::mean(&base_vals), stat::mean(&vals), m.better);
+        let significant = stat::significant(&vals, &base_vals, alpha);
+        self.n += 1;
+        if change > 0.0 {
+            self.ahead += 1;
+            self.sig_ahead += significant as u64;
+        } else if change < 0.0 {
+            self.behind += 1;
+            self.sig_behind += significant as u64;
+        }
+    }
+
+    /// "Over 24 changes of auto against util: ahead at 7, behind at 17
+    /// (1 of them significant); sign test p 0.06 (exact, two-sided)."
+    fn sentence(&self, arm: &str, base: &str) -> String {
+        let sig = |k: u64| match k {
+            0 => String::new(),
+            k => format!(" ({k} of them significant)"),
+        };
+        let p = stat::sign_test(self.ahead, self.behind).map_or("no test".into(), fmt_p);
+        format!(
+            "Over {} changes of {arm} against {base}: ahead at {}{}, behind at {}{}; sign test {p} (exact, two-sided).",
+            self.n,
+            self.ahead,
+            sig(self.sig_ahead),
+            self.behind,
+            sig(self.sig_behind)
+        )
+    }
 }
 
 fn fixed(v: Option<f64>) -> String {
@@ -885,6 +952,13 @@ mod tests {
             "{v}"
         );
         assert!(v.ends_with(", 3 runs each)"), "{v}");
+        let s = table(&dir, "results/run --arms eevdf,util --sign-test").unwrap();
+        let last = s.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("Over 2 changes of util against eevdf: ahead at 0, behind at 2 (")
+                && last.ends_with("; sign test p 0.50 (exact, two-sided)."),
+            "{s}"
+        );
         let e = table(&dir, "results/run --arms util --verdict").unwrap_err();
         assert!(e.to_string().contains("one point"), "{e}");
         let e = table(&dir, "results/run --arms nope").unwrap_err();

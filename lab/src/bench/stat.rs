@@ -61,6 +61,16 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
     Some((t, df, t_two_sided_p(t, df)))
 }
 
+/// The exact two-sided sign test: how likely a split of changes at least
+/// as uneven as @ahead to @behind is when either sign is as likely as the
+/// other (ties are left out). `None` without a change.
+pub fn sign_test(ahead: u64, behind: u64) -> Option<f64> {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let n = ahead + behind;
+    let b = Binomial::new(0.5, n).ok().filter(|_| n > 0)?;
+    Some((2.0 * b.cdf(ahead.min(behind))).min(1.0))
+}
+
 /// Whether `a` and `b` differ at significance level `alpha`.
 pub fn significant(a: &[f64], b: &[f64], alpha: f64) -> bool {
     welch(a, b).is_some_and(|(_, _, p)| p < alpha)
@@ -85,6 +95,15 @@ fn t_two_sided_p(t: f64, df: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sign_test_is_the_binomial_tail() {
+        assert_eq!(sign_test(0, 0), None);
+        assert!((sign_test(0, 2).unwrap() - 0.5).abs() < 1e-12);
+        // 2 * (C(10,0) + C(10,1)) / 2^10
+        assert!((sign_test(9, 1).unwrap() - 22.0 / 1024.0).abs() < 1e-9);
+        assert_eq!(sign_test(5, 5), Some(1.0));
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
