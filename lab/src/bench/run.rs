@@ -150,7 +150,7 @@ const TRACE_MAX_MB: u32 = 64;
 
 /// Where a `+traceN` arm's trace of a point goes, within the results'
 /// folder: one folder per point and arm, each run overwriting the last.
-pub fn trace_folder(point: &Point, arm: &Arm) -> PathBuf {
+fn trace_folder(point: &Point, arm: &Arm) -> PathBuf {
     Path::new("traces")
         .join(format!(
             "{}-{}",
