@@ -14,8 +14,9 @@ pub struct Wakeup {
     pub woke_ns: u64,
     /// From the placement to the task's first run.
     pub wait_us: f64,
-    /// The waker (0 and "" when it was no task: an interrupt, the idle
-    /// task).
+    /// The task that ran the wakeup (the idle task, pid 0, for one from
+    /// an interrupt on an idle CPU); 0 and "" for a queued wakeup, placed
+    /// in enqueue, where the waker is not known.
     pub waker_pid: i32,
     pub waker_comm: String,
     pub wakee_pid: i32,
