@@ -6,7 +6,6 @@
 //! can say whether the difference is significant.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -67,14 +66,7 @@ fn cell(vals: &[f64], base: Option<&[f64]>) -> String {
     let digits = if m.abs() >= 100.0 { 0 } else { 1 };
     let mut out = format!("{m:.digits$} ± {sd:.digits$}");
     if let Some(b) = base {
-        let mb = stat::mean(b);
-        if let Some((_, _, p)) = stat::welch(b, vals) {
-            if mb != 0.0 {
-                let _ = write!(out, " ({:+.1}%, p {p:.2})", (m - mb) / mb * 100.0);
-            } else {
-                let _ = write!(out, " (p {p:.2})");
-            }
-        }
+        out.push_str(&cite::relative_change(b, vals));
     }
     out
 }

@@ -337,7 +337,7 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
                         row.extend(arms.iter().map(|a| {
                             cell(q, a, base, name, metric.as_ref(), opts, r.method.alpha)
                         }));
-                        if let Some(m) = metric {
+                        if let Some(m) = metric.as_ref().filter(|_| opts.sign_test) {
                             for (t, a) in tally.iter_mut().zip(&arms) {
                                 t.add(q, a, base, name, m, r.method.alpha);
                             }
@@ -509,14 +509,19 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     Ok(markdown(&head, &rows))
 }
 
-/// A search figure's change against the base arm's, and Welch's p over
-/// the runs: " (+12.0%, p 0.03)", or "" where either lacks two runs.
+/// A search figure's change against the base arm's (`relative_change`).
 fn search_change(s: Search, base: &[Sample], arm: &[Sample]) -> String {
-    let (b, v) = (s.values(base), s.values(arm));
-    let Some((_, _, p)) = stat::welch(&b, &v) else {
+    relative_change(&s.values(base), &s.values(arm))
+}
+
+/// The change of @vals' mean against @base's, with no better direction,
+/// and Welch's p over the runs: " (+12.0%, p 0.03)", " (p 0.03)" where the
+/// base's mean is 0, or "" where either lacks two runs.
+pub(crate) fn relative_change(base: &[f64], vals: &[f64]) -> String {
+    let Some((_, _, p)) = stat::welch(base, vals) else {
         return String::new();
     };
-    let (mb, mv) = (stat::mean(&b), stat::mean(&v));
+    let (mb, mv) = (stat::mean(base), stat::mean(vals));
     if mb == 0.0 {
         return format!(" (p {p:.2})");
     }
