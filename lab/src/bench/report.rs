@@ -162,10 +162,9 @@ pub fn summed_waits(samples: &[Sample], kind: &str) -> Vec<u64> {
 /// arm, by what the placement found (`summed_waits`).
 pub fn waits_table(r: &Results, section: &str) -> Option<String> {
     use sisutil_proto::waits;
-    const KINDS: [&str; 3] = WAIT_KINDS;
     let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
     let mut rows = vec![vec!["point".to_string(), "arm".to_string()]];
-    for k in KINDS {
+    for k in WAIT_KINDS {
         rows[0].extend([format!("{k} n"), format!("{k} p50"), format!("{k} p99")]);
     }
     let mut any = false;
@@ -175,7 +174,7 @@ pub fn waits_table(r: &Results, section: &str) -> Option<String> {
                 continue;
             };
             let mut row = vec![p.point.label.clone(), a.name.clone()];
-            for k in KINDS {
+            for k in WAIT_KINDS {
                 let hist = summed_waits(ss, k);
                 let n: u64 = hist.iter().sum();
                 any |= n > 0;
