@@ -4,7 +4,8 @@
 # in VMs, with the review's benchmark families and explanatory tables.
 #
 #   scripts/study.sh [--quick] [--shapes 1x16,2x8,1x8x2] [--arms A,B,...]
-#                    [--steps hackbench,tbench,wakeup,services,shadow] [--out DIR]
+#                    [--steps hackbench,tbench,wakeup,services,shadow]
+#                    [--iterations N] [--out DIR]
 #
 # Shapes are scripts/vm.sh's: LxC[xT], or SsLlCc[Tt][-npsN] for sockets of
 # several LLCs in NUMA nodes (2s4l4c-nps1,2s4l4c-nps2,2s4l4c-nps4 is the
@@ -25,7 +26,8 @@
 # Each holds results.json, report.txt and plots/; DIR/summary.md and
 # DIR/plots put all shapes side by side (sisutil-lab study-summary). The
 # sizes fit a 2-core host running 16-vCPU VMs under TCG: about 17 minutes a
-# shape. --quick runs tiny sizes to check it end to end.
+# shape. --quick runs tiny sizes to check it end to end. --iterations sets
+# how often every point runs, arms interleaved (3; 2 with --quick).
 #
 # Loading a scheduler patches kernel text, and 16 vCPUs under TCG have
 # crashed on it (an int3 oops in sched_tick just after "enabled", about once
@@ -50,10 +52,12 @@ while [[ $# -gt 0 ]]; do
 	--arms) ARMS=$2; shift 2 ;;
 	--out) OUT=$2; shift 2 ;;
 	--steps) STEPS=$2; shift 2 ;;
-	-h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--iterations) ITER=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 	*) echo "study.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
+[[ $ITER =~ ^[1-9][0-9]*$ ]] || { echo "study.sh: --iterations wants a positive number" >&2; exit 2; }
 
 if [[ $(id -u) -eq 0 ]]; then
 	scripts/setup.sh >/dev/null

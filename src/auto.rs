@@ -1,7 +1,7 @@
 //! The adaptive rule (`--policy auto`): for each LLC, the candidate rule
 //! (util, prop or full) whose scans the shadow measures to pay best there,
-//! chosen again every interval and published to BPF (`auto_rule` in the
-//! LLC's record), which then scans to that rule's depth.
+//! chosen again every EVERY intervals and published to BPF (`auto_rule` in
+//! the LLC's record), which then scans to that rule's depth.
 //!
 //! The review of SIS_UTIL ended with two open ideas: SIS_PROP where the
 //! LLC is small and SIS_UTIL where it is large, and "even if util_avg is a
@@ -46,13 +46,33 @@
 //! and the rule that finds and examines least wins.
 //!
 //! P_r and E_r come from the shadow's one look-only walk, which judges the
-//! three candidates on the same wakeups (one scan in SISU_AUTO_SAMPLE per
-//! CPU), W_m and W_f from the waits BPF times, c from the active scans' time per CPU
-//! examined (the walk's where the active scans examine too few CPUs to
-//! say). All are sums that decay by half every HALF_LIFE intervals (half a
-//! second at the default 16 ms), long enough to hold a few dozen judged
-//! scans where scans are rare, short enough that the choice follows the
-//! load within a second or two. A choice is
+//! three candidates on the same wakeups, W_m and W_f from the waits BPF
+//! times, c from the active scans' time per CPU examined (the walk's where
+//! the active scans examine too few CPUs to say). All are sums that decay
+//! by half every HALF_LIFE intervals (half a second at the default 16 ms),
+//! long enough to hold a few dozen judged scans where scans are rare, short
+//! enough that the choice follows the load within a second or two.
+//!
+//! Measuring must cost little beside what it can save, or the rule loses
+//! to util even where it chooses util: it did, by a few percent on STREAM
+//! and YCSB, when it judged one scan in 8 (and every scan where they were
+//! rarer than one per CPU per 2 ms) and read its counters every interval.
+//! So the walk judges one scan of an LLC in 2^shift, at random, with the
+//! shift set per LLC so that the sums hold between TARGET_JUDGED and twice
+//! that many judged scans whatever the LLC's scan rate (sample_shift()):
+//! a mean over n judged scans is off by at most about sqrt(P (1 - P) / n), 4 points
+//! of found-rate at n = TARGET_JUDGED, against the tens of points between
+//! the candidates where the choice matters. Where a find saves nothing
+//! (S <= 0), G_r = -(|S| P_r + 2 c E_r) falls with every find and every CPU
+//! examined: full, which walks the same order at least as far as each of
+//! the others, cannot lead, and what is left to tell is which of util and
+//! prop goes less deep, a coarser question; there the sample keeps a
+//! quarter as many (still twice MIN_JUDGED). And the counters are read, and
+//! the choice made, every EVERY intervals, the decay raised to the number
+//! of intervals folded in: the choice then lags the load by EVERY intervals
+//! at most, a quarter of the half-life its sums lag by anyway.
+//!
+//! A choice is
 //! made only from MIN_JUDGED judged scans and MIN_WAITS missed or queued
 //! waits (W_f counts as 0 until MIN_WAITS finds are timed), and changes
 //! only when the new rule's gain beats the current one's by MARGIN of the
@@ -60,6 +80,7 @@
 //! so that noise between two close rules does not flip the LLC every
 //! interval.
 
+use crate::bpf_intf;
 use crate::policy::Policy;
 use crate::stats::LlcCounters;
 
@@ -68,6 +89,10 @@ pub const CANDIDATES: [Policy; 3] = [Policy::Util, Policy::Prop, Policy::Full];
 
 /// Intervals over which the measurements' weight halves.
 const HALF_LIFE: f64 = 32.0;
+/// Intervals between two readings of the counters, and two choices.
+pub const EVERY: u32 = 8;
+/// Judged scans (decayed) the sample aims to keep in the sums.
+const TARGET_JUDGED: f64 = 128.0;
 /// Judged scans (decayed) needed before a choice is made.
 const MIN_JUDGED: f64 = 16.0;
 /// Timed waits (decayed) needed before W is trusted.
@@ -83,6 +108,7 @@ const FLOOR: f64 = 0.1;
 /// One LLC's measurements, as decayed sums.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Sums {
+    pub scans: f64,
     pub judged: f64,
     pub found: [f64; 3],
     pub examined: [f64; 3],
@@ -104,6 +130,7 @@ impl Sums {
         let v = c.view();
         let pick = |a: &[u64]| CANDIDATES.map(|p| a[p.to_bpf() as usize] as f64);
         Sums {
+            scans: v.scans as f64,
             judged: v.judged as f64,
             found: pick(&v.judged_found),
             examined: pick(&v.judged_examined),
@@ -123,6 +150,7 @@ impl Sums {
     /// self * decay + new, field by field.
     fn fold(&mut self, new: &Sums, decay: f64) {
         let f = |a: &mut f64, b: f64| *a = *a * decay + b;
+        f(&mut self.scans, new.scans);
         f(&mut self.judged, new.judged);
         for i in 0..3 {
             f(&mut self.found[i], new.found[i]);
@@ -195,6 +223,8 @@ pub struct Llc {
     pub sums: Sums,
     pub rule: Policy,
     pub switches: u64,
+    /// BPF judges one scan here in 2^shift.
+    pub shift: u32,
 }
 
 impl Default for Llc {
@@ -203,21 +233,40 @@ impl Default for Llc {
             sums: Sums::default(),
             rule: Policy::Util,
             switches: 0,
+            shift: 0,
         }
     }
 }
 
 impl Llc {
-    /// Folds one interval's measurements in and chooses again.
-    pub fn update(&mut self, new: &Sums) -> Policy {
-        self.sums.fold(new, 0.5f64.powf(1.0 / HALF_LIFE));
+    /// Folds @intervals intervals' measurements in, chooses again and
+    /// sets the sample for what comes.
+    pub fn update(&mut self, new: &Sums, intervals: u32) -> Policy {
+        self.sums
+            .fold(new, 0.5f64.powf(f64::from(intervals) / HALF_LIFE));
         let next = choose(self.rule, self.sums.gains(), self.sums.cpu_ns());
         if next != self.rule {
             self.rule = next;
             self.switches += 1;
         }
+        let target = match self.sums.saved_ns() {
+            Some(s) if s <= 0.0 => TARGET_JUDGED / 4.0,
+            _ => TARGET_JUDGED,
+        };
+        self.shift = sample_shift(self.sums.scans, target);
         self.rule
     }
+}
+
+/// The largest shift that still leaves @target judged scans in the sums
+/// at the rate @scans (the decayed scans) says: 0, every scan judged,
+/// below twice that.
+pub fn sample_shift(scans: f64, target: f64) -> u32 {
+    let mut shift = 0;
+    while shift < bpf_intf::SISU_AUTO_MAX_SHIFT && scans / f64::from(2u32 << shift) >= target {
+        shift += 1;
+    }
+    shift
 }
 
 /// The candidate with the largest gain, unless the current one's is
@@ -248,30 +297,37 @@ pub fn choose(current: Policy, gains: Option<[f64; 3]>, cpu_ns: Option<f64>) -> 
 pub struct Auto {
     pub llcs: Vec<Llc>,
     last: Vec<LlcCounters>,
+    /// Intervals since the last reading, modulo EVERY.
+    tick: u32,
 }
 
 impl Auto {
-    /// Starts over: every LLC at util, nothing measured.
+    /// Starts over: every LLC at util, nothing measured, the counters
+    /// read at the next interval.
     pub fn reset(&mut self) {
         self.llcs.clear();
         self.last.clear();
+        self.tick = 0;
     }
 
-    /// One interval: @now is every LLC's counters; returns each LLC's rule.
-    pub fn update(&mut self, now: Vec<LlcCounters>) -> Vec<u32> {
+    /// One interval passed: whether the counters are to be read in it.
+    pub fn due(&mut self) -> bool {
+        let due = self.tick == 0;
+        self.tick = (self.tick + 1) % EVERY;
+        due
+    }
+
+    /// @now is every LLC's counters, EVERY intervals after the last ones
+    /// (or the first since a reset): every LLC chooses again.
+    pub fn update(&mut self, now: Vec<LlcCounters>) {
         if self.llcs.len() != now.len() {
             self.llcs = vec![Llc::default(); now.len()];
-            self.last = now;
-            return self.llcs.iter().map(|l| l.rule.to_bpf()).collect();
+        } else {
+            for (llc, (n, l)) in self.llcs.iter_mut().zip(now.iter().zip(&self.last)) {
+                llc.update(&Sums::of(&n.since(l)), EVERY);
+            }
         }
-        let rules = self
-            .llcs
-            .iter_mut()
-            .zip(now.iter().zip(&self.last))
-            .map(|(llc, (n, l))| llc.update(&Sums::of(&n.since(l))).to_bpf())
-            .collect();
         self.last = now;
-        rules
     }
 }
 
@@ -414,11 +470,55 @@ mod tests {
             judged: 100.0,
             ..Default::default()
         };
-        llc.update(&one);
+        llc.update(&one, 1);
         for _ in 0..32 {
-            llc.update(&Sums::default());
+            llc.update(&Sums::default(), 1);
         }
         assert!((llc.sums.judged - 50.0).abs() < 1e-9, "{}", llc.sums.judged);
+        // Read every EVERY intervals, the sums halve over as many intervals.
+        let mut llc = Llc::default();
+        llc.update(&one, EVERY);
+        for _ in 0..32 / EVERY {
+            llc.update(&Sums::default(), EVERY);
+        }
+        assert!((llc.sums.judged - 50.0).abs() < 1e-9, "{}", llc.sums.judged);
+    }
+
+    #[test]
+    fn the_sample_keeps_a_few_hundred_judged_scans_whatever_the_rate() {
+        let t = TARGET_JUDGED;
+        assert_eq!(sample_shift(0.0, t), 0);
+        assert_eq!(sample_shift(2.0 * t - 1.0, t), 0, "few: all judged");
+        assert_eq!(sample_shift(2.0 * t, t), 1);
+        for scans in [300.0, 1e3, 4096.0, 1e5, 3e5] {
+            let judged = scans / f64::from(1u32 << sample_shift(scans, t));
+            assert!(
+                (t..2.0 * t).contains(&judged),
+                "{scans} scans: {judged} judged"
+            );
+        }
+        assert_eq!(sample_shift(1e12, t), bpf_intf::SISU_AUTO_MAX_SHIFT);
+    }
+
+    #[test]
+    fn where_a_find_saves_nothing_the_sample_is_a_quarter() {
+        // 100 scans an interval, folded in to the steady state.
+        let mut s = sums(100.0, [20.0, 60.0, 70.0], [50.0, 300.0, 800.0], 1e6, 1e3);
+        s.scans = 100.0;
+        let mut llc = Llc::default();
+        for _ in 0..400 {
+            llc.update(&s, 1);
+        }
+        let paying = llc.shift;
+        assert_eq!(paying, sample_shift(llc.sums.scans, TARGET_JUDGED));
+        s.found_waits = 100.0;
+        s.found_wait_ns = 100.0 * 2e6;
+        for _ in 0..400 {
+            llc.update(&s, 1);
+        }
+        assert!(llc.sums.saved_ns().unwrap() < 0.0);
+        assert_eq!(llc.shift, paying + 2);
+        assert_eq!(llc.rule, Policy::Util);
     }
 
     #[test]
@@ -426,12 +526,12 @@ mod tests {
         let mut llc = Llc::default();
         let moderate = sums(100.0, [30.0, 80.0, 85.0], [50.0, 350.0, 400.0], 1e6, 1e3);
         for _ in 0..4 {
-            llc.update(&moderate);
+            llc.update(&moderate, 1);
         }
         assert_eq!(llc.rule, Policy::Full);
         let saturated = sums(100.0, [0.0, 0.0, 1.0], [0.0, 300.0, 800.0], 1e6, 5e3);
         for _ in 0..160 {
-            llc.update(&saturated);
+            llc.update(&saturated, 1);
         }
         assert_eq!(llc.rule, Policy::Util);
         // Full, then util, maybe prop on the way as the old sums fade.

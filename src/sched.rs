@@ -399,10 +399,11 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// The adaptive rule, while it is the policy: every LLC's choice from
-    /// what the interval measured (auto.rs), published to BPF.
+    /// The adaptive rule, while it is the policy: every EVERY intervals,
+    /// every LLC's choice from what was measured meanwhile (auto.rs), and
+    /// how often it judges scans there, published to BPF.
     fn choose_rules(&mut self) {
-        if self.status.policy != Policy::Auto {
+        if self.status.policy != Policy::Auto || !self.auto.due() {
             return;
         }
         let counters = match self.llc_scans() {
@@ -412,13 +413,16 @@ impl<'a> Scheduler<'a> {
                 return;
             }
         };
-        let rules = self.auto.update(counters);
+        self.auto.update(counters);
         let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
             return;
         };
-        for (i, rule) in rules.into_iter().enumerate() {
-            // SAFETY: an aligned u32 store into the mmapped record BPF reads.
-            unsafe { ptr::write_volatile(&mut bss.llcs[i].auto_rule, rule) };
+        for (i, llc) in self.auto.llcs.iter().enumerate() {
+            // SAFETY: aligned u32 stores into the mmapped record BPF reads.
+            unsafe {
+                ptr::write_volatile(&mut bss.llcs[i].auto_rule, llc.rule.to_bpf());
+                ptr::write_volatile(&mut bss.llcs[i].auto_shift, llc.shift);
+            }
         }
     }
 
@@ -459,7 +463,10 @@ impl<'a> Scheduler<'a> {
         };
         for i in 0..self.layout.llcs.len() {
             // SAFETY: as in choose_rules().
-            unsafe { ptr::write_volatile(&mut bss.llcs[i].auto_rule, Policy::Util.to_bpf()) };
+            unsafe {
+                ptr::write_volatile(&mut bss.llcs[i].auto_rule, Policy::Util.to_bpf());
+                ptr::write_volatile(&mut bss.llcs[i].auto_shift, 0);
+            }
         }
     }
 
@@ -589,6 +596,8 @@ impl<'a> Scheduler<'a> {
                     auto_switches: auto.map_or(0, |a| a.switches),
                     auto_saved_us: auto.and_then(|a| a.sums.saved_ns()).unwrap_or(0.0) / 1000.0,
                     auto_cpu_ns: auto.and_then(|a| a.sums.cpu_ns()).unwrap_or(0.0),
+                    auto_judges_one_in: auto.map_or(0, |a| 1 << a.shift),
+                    auto_judged: seen.judged,
                     auto_gain_ns: auto
                         .and_then(|a| a.sums.gains())
                         .map(|g| g.to_vec())
@@ -606,8 +615,6 @@ impl Drop for Scheduler<'_> {
     }
 }
 
-/// Every CPU's copy of entry @key of the per-CPU array @map (none if
-/// the entry is absent), raw.
 /// The trace's ring counts, summed over the @n CPUs.
 fn ring_counts(skel: &BpfSkel, n: usize) -> trace::RingCounts {
     let Some(bss) = skel.maps.bss_data.as_deref() else {
@@ -626,6 +633,8 @@ fn ring_counts(skel: &BpfSkel, n: usize) -> trace::RingCounts {
     }
 }
 
+/// Every CPU's copy of entry @key of the per-CPU array @map (none if
+/// the entry is absent), raw.
 fn per_cpu(map: &impl MapCore, key: u32, what: &str) -> Result<Vec<Vec<u8>>> {
     Ok(map
         .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)

@@ -71,6 +71,10 @@ pub struct LlcMetrics {
     pub auto_saved_us: f64,
     #[stat(desc = "auto: c, the time to examine one CPU (ns)")]
     pub auto_cpu_ns: f64,
+    #[stat(desc = "auto: it judges its candidates on one scan here in this many")]
+    pub auto_judges_one_in: u64,
+    #[stat(desc = "auto: scans here its candidates were judged on")]
+    pub auto_judged: u64,
     #[stat(
         desc = "auto: the gain of a scan per candidate, S P - 2 c E (ns; util, prop, full)",
         _om_skip

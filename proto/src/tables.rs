@@ -397,6 +397,7 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
                 row.push(format!("{} ({})", l.auto_rule, l.auto_switches));
                 row.push(format!("{:.1}", l.auto_saved_us));
                 row.push(format!("{:.0}", l.auto_cpu_ns));
+                row.push(l.auto_judges_one_in.to_string());
                 row.push(gains.join("/"));
             }
             row
@@ -422,6 +423,7 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
             "auto rule (switches)",
             "S us",
             "c ns",
+            "judges 1 in",
             "gain ns util/prop/full",
         ]);
     }

@@ -38,11 +38,11 @@ typedef signed long long s64;
 #define SISU_WAIT_SHIFT		10
 #define SISU_WAIT_SLOTS		96
 /*
- * The adaptive rule judges its candidates on one scan in this many per
- * CPU, or on the first after this long (ns) where scans are rare.
+ * The adaptive rule judges its candidates on one scan of an LLC in
+ * 2^auto_shift, chosen at random; userspace sets the shift per LLC
+ * (auto.rs), up to this.
  */
-#define SISU_AUTO_SAMPLE	8
-#define SISU_AUTO_SAMPLE_NS	2000000
+#define SISU_AUTO_MAX_SHIFT	12
 /* A task's name, as the kernel keeps it (TASK_COMM_LEN). */
 #define SISU_COMM_LEN		16
 
@@ -134,6 +134,7 @@ struct sisu_llc_ctx {
 	u32 sum_util;
 	u32 has_idle_cores;
 	u32 auto_rule;		/* the adaptive rule's choice here (enum sisu_policy) */
+	u32 auto_shift;		/* ... which judges one scan in 2^auto_shift here */
 } __attribute__((aligned(64)));
 
 /*
@@ -166,8 +167,6 @@ struct sisu_cpu_ctx {
 	u64 push_at;		/* ... asked at this time (ns): a mark a tick old is stale */
 	u64 cache_hot_until;	/* SIS_CACHE: kept for cache_hot_pid until then (ns) */
 	s32 cache_hot_pid;	/* ... the short sleeper that last ran here */
-	u32 auto_tick;		/* scans since the adaptive rule last judged its candidates */
-	u64 auto_judged_at;	/* ... when (ns) */
 	u32 trace_tick;		/* wakeups placed here since the last one put on record */
 	u64 trace_sent;		/* records this CPU put in the trace's ring buffer */
 	u64 trace_dropped;	/* ... and could not, the ring being full */
@@ -281,9 +280,9 @@ struct sisu_rule_stats {
 /*
  * What the scans of one LLC found, per CPU (a per-CPU array indexed by LLC,
  * sized to the machine's LLCs at load), counted under whichever policy was
- * active: userspace diffs it from the last switch like the rest. The rest
- * is what the adaptive rule weighs (auto.rs), counted whenever it is
- * active, statistics or not.
+ * active: userspace diffs it from the last switch like the rest. The scans
+ * and the rest past found[] are what the adaptive rule weighs (auto.rs),
+ * counted whenever it is active, statistics or not.
  */
 struct sisu_llc_scans {
 	u64 scans;			/* scans of this LLC */

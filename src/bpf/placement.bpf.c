@@ -402,13 +402,6 @@ static __always_inline void policy_depth(u32 pol, u32 llc, bool idle_core,
 	}
 }
 
-/* The same outcome, counted against the LLC that was scanned. */
-static void count_llc_scan(struct sisu_llc_scans *ls, bool existed, bool found)
-{
-	ls->scans++;
-	matrix_add(ls->found, existed, found);
-}
-
 /* The books of @c that @book names, aged to now; NULL without a record. */
 static struct sisu_prop_books *aged_books(struct sisu_cpu_ctx *c, u32 book)
 {
@@ -556,31 +549,31 @@ __noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, b
 }
 
 /*
- * The adaptive rule judges its candidates on one scan in SISU_AUTO_SAMPLE
- * per CPU: the estimates it needs are means, which a sample gives as well
- * as every scan, at an eighth of the walks' cost. Where scans are rare, it
- * judges the first one after SISU_AUTO_SAMPLE_NS instead, so that an LLC
- * that scans little still gets enough to choose from, at a cost that is
- * small there anyway. On the other scans a
- * shadow SIS_PROP that only it judges is still charged what its scan would
- * cost on average, so that its budget is spent as an active one's is.
- * Global: the verifier walks the books' aging loop once, not on every
- * path of the placement.
+ * Whether the adaptive rule judges its candidates on this scan of @llc:
+ * one in 2^auto_shift, at random. The estimates it needs are means, which
+ * a sample gives as well as every scan; userspace sets each LLC's shift
+ * so that its sums hold about as many judged scans however often the LLC
+ * scans (auto.rs), which bounds the walks' cost where scans are many and
+ * judges every scan where they are few. Random rather than every
+ * n-th, so that no rhythm of the load lines up with the sample. On the
+ * other scans a shadow SIS_PROP that only it judges is still charged what
+ * its scan would cost on average, so that its budget is spent as an
+ * active one's is. Global: the verifier walks the books' aging loop once,
+ * not on every path of the placement.
  */
-__noinline bool auto_judges(s32 cpu, bool prop_judged)
+__noinline bool auto_judges(u32 llc, s32 cpu, bool prop_judged)
 {
-	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
+	struct sisu_llc_ctx *lc = llc_ctx(llc);
+	struct sisu_cpu_ctx *c;
 	struct sisu_prop_books *sb;
-	u64 now = bpf_ktime_get_ns();
+	u32 shift = lc ? lc->auto_shift : 0;
 
-	if (!c)
-		return false;
-	if (++c->auto_tick >= SISU_AUTO_SAMPLE || now - c->auto_judged_at > SISU_AUTO_SAMPLE_NS) {
-		c->auto_tick = 0;
-		c->auto_judged_at = now;
+	if (shift > SISU_AUTO_MAX_SHIFT)
+		shift = SISU_AUTO_MAX_SHIFT;
+	if (!(bpf_get_prandom_u32() & ((1U << shift) - 1)))
 		return true;
-	}
-	if (!prop_judged) {
+	c = cpu_ctx(cpu);
+	if (c && !prop_judged) {
 		sb = aged_books(c, SISU_BOOK_SHADOW);
 		if (sb)
 			sis_prop_spend(sb, sb->avg_scan_cost);
@@ -642,7 +635,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (v) {
 		v->counted = st ? cfg.shadows & SHADOW_RULES : 0;
 		v->rules = v->counted;
-		if (adaptive && auto_judges(bpf_get_smp_processor_id(),
+		if (adaptive && auto_judges(llc, bpf_get_smp_processor_id(),
 					    v->rules & (1U << SISU_POL_PROP)))
 			v->rules |= AUTO_CANDIDATES;
 		if (v->rules)
@@ -693,10 +686,14 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (sc.found < 0 && existed)
 		pk->wait = SISU_WAIT_MISSED;
 
+	/* The same outcome, counted against the LLC that was scanned. */
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
 	if (ls) {
+		ls->scans++;
 		ls->scan_ns += t;
 		ls->scan_examined += sc.examined;
+		if (st)
+			matrix_add(ls->found, existed, sc.found >= 0);
 		if (v && adaptive && (v->rules & AUTO_CANDIDATES) == AUTO_CANDIDATES)
 			count_candidates(ls, v);
 	}
@@ -719,8 +716,6 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (sc.fell_back)
 		st->cache_fallback++;
 	matrix_add(st->found, existed, sc.found >= 0);
-	if (ls)
-		count_llc_scan(ls, existed, sc.found >= 0);
 	if (v && v->counted)
 		count_shadows(st, v, existed, sc.found >= 0);
 	return sc.found;

@@ -4,8 +4,9 @@
 # CPUs, at the same time, the first scans with util's depth. At moderate
 # load it finds at least what prop's depth would on the same wakeups
 # where a find saves time, and keeps util's depth where it does not; it
-# keeps util's cut at saturation. The waits it weighs finds by are timed
-# for every wakeup, and a wakee with no idle CPU waits about a slice.
+# keeps util's cut at saturation, where it judges a sample of the scans.
+# The waits it weighs finds by are timed for every wakeup, and a wakee
+# with no idle CPU waits about a slice.
 # shape: 2x4
 # timeout: 900
 . /tests/vm/lib.sh
@@ -148,6 +149,19 @@ af=$(json_field auto_full_scans "$s")
 log "auto scanned with util $au, prop $ap, full $af times"
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 check "at saturation it keeps util's cut in >= 80% of scans" [ $((au * 100)) -ge $((80 * (au + ap + af))) ]
+# Scans are many here: the walk judges a sample of them, not every one,
+# and what it judged is what the sample says, within noise.
+sampled=0
+for l in 0 1; do
+	r=$(llc_rec $l "$s")
+	n=$(json_field scanned "$r")
+	j=$(json_field auto_judged "$r")
+	k=$(json_field auto_judges_one_in "$r")
+	log "LLC $l: $n scans, $j judged, now one in $k"
+	check "LLC $l judged no more scans than it made ($j of $n)" [ "${j:-0}" -le "${n:-0}" ]
+	[ "${k:-0}" -ge 2 ] && [ $((j * 4)) -lt $((n * 3)) ] && sampled=$((sampled + 1))
+done
+check "the walk judged a sample, not every scan, where scans were many" [ $sampled -ge 1 ]
 # A wakee with no idle CPU to go to waits in a queue behind a spinner,
 # which runs out its 3 ms slice, and behind the other wakees queued there:
 # the measured waits are of that order (between a tenth of a slice and
