@@ -54,16 +54,18 @@
 //! enough that the choice follows the load within a second or two.
 //!
 //! Measuring must cost little beside what it can save, or the rule loses
-//! to util even where it chooses util: it did, by a few percent on STREAM
-//! and YCSB, when it judged one scan in 8 (and every scan where they were
-//! rarer than one per CPU per 2 ms) and read its counters every interval.
-//! So the walk judges one scan of an LLC in 2^shift, at random, with the
-//! shift set per LLC so that the sums hold between TARGET_JUDGED and twice
-//! that many judged scans whatever the LLC's scan rate (sample_shift()):
-//! a mean over n judged scans is off by at most about sqrt(P (1 - P) / n), 4 points
-//! of found-rate at n = TARGET_JUDGED, against the tens of points between
-//! the candidates where the choice matters. Where a find saves nothing
-//! (S <= 0), G_r = -(|S| P_r + 2 c E_r) falls with every find and every CPU
+//! even where it chooses what the others would: it lost to util and prop
+//! by a few percent on STREAM and YCSB when it judged one scan in 8 (and
+//! nearly every scan where they were rare) and read its counters every
+//! interval, and came level with prop once it measured as below
+//! (docs/study.md). So the walk judges one scan of an LLC in 2^shift, at
+//! random, with the shift set per LLC so that the sums hold between
+//! TARGET_JUDGED and twice that many judged scans whatever the LLC's scan
+//! rate (sample_shift()): a mean over n judged scans is off by at most
+//! about sqrt(P (1 - P) / n), 4 points of found-rate at n = TARGET_JUDGED,
+//! against the tens of points between the candidates where the choice
+//! matters. Where a find saves nothing (S <= 0), every gain
+//! G_r = -(|S| P_r + 2 c E_r) falls with every find and every CPU
 //! examined: full, which walks the same order at least as far as each of
 //! the others, cannot lead, and what is left to tell is which of util and
 //! prop goes less deep, a coarser question; there the sample keeps a
@@ -72,13 +74,12 @@
 //! of intervals folded in: the choice then lags the load by EVERY intervals
 //! at most, a quarter of the half-life its sums lag by anyway.
 //!
-//! A choice is
-//! made only from MIN_JUDGED judged scans and MIN_WAITS missed or queued
-//! waits (W_f counts as 0 until MIN_WAITS finds are timed), and changes
-//! only when the new rule's gain beats the current one's by MARGIN of the
-//! larger of the two (and by more than FLOOR of c, for gains near zero),
-//! so that noise between two close rules does not flip the LLC every
-//! interval.
+//! A choice is made only from MIN_JUDGED judged scans and MIN_WAITS missed
+//! or queued waits (W_f counts as 0 until MIN_WAITS finds are timed), and
+//! changes only when the new rule's gain beats the current one's by MARGIN
+//! of the larger of the two (and by more than FLOOR of c, for gains near
+//! zero), so that noise between two close rules does not flip the LLC at
+//! every choice.
 
 use crate::bpf_intf;
 use crate::policy::Policy;
