@@ -418,11 +418,7 @@ impl<'a> Scheduler<'a> {
             return;
         };
         for (i, llc) in self.auto.llcs.iter().enumerate() {
-            // SAFETY: aligned u32 stores into the mmapped record BPF reads.
-            unsafe {
-                ptr::write_volatile(&mut bss.llcs[i].auto_rule, llc.rule.to_bpf());
-                ptr::write_volatile(&mut bss.llcs[i].auto_shift, llc.shift);
-            }
+            write_auto(bss, i, llc);
         }
     }
 
@@ -457,16 +453,14 @@ impl<'a> Scheduler<'a> {
         Ok(status)
     }
 
+    /// Every LLC back to where the adaptive rule starts (auto::Llc's
+    /// default), in BPF's records.
     fn reset_auto_rules(&mut self) {
         let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
             return;
         };
         for i in 0..self.layout.llcs.len() {
-            // SAFETY: as in choose_rules().
-            unsafe {
-                ptr::write_volatile(&mut bss.llcs[i].auto_rule, Policy::Util.to_bpf());
-                ptr::write_volatile(&mut bss.llcs[i].auto_shift, 0);
-            }
+            write_auto(bss, i, &crate::auto::Llc::default());
         }
     }
 
@@ -612,6 +606,16 @@ impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         self.end_trace();
         self.link.take();
+    }
+}
+
+/// LLC @i's choice of the adaptive rule and its sample, into the record
+/// BPF reads.
+fn write_auto(bss: &mut crate::bpf_skel::types::bss, i: usize, llc: &crate::auto::Llc) {
+    // SAFETY: aligned u32 stores into the mmapped record BPF reads.
+    unsafe {
+        ptr::write_volatile(&mut bss.llcs[i].auto_rule, llc.rule.to_bpf());
+        ptr::write_volatile(&mut bss.llcs[i].auto_shift, llc.shift);
     }
 }
 
