@@ -124,6 +124,7 @@ mod sis_prop_tests {
         fn sisu_prop_age(b: *mut sisu_prop_books, now_jiffies: u64);
         fn sisu_prop_nr(width: u32, wake_avg_idle: u64, avg_scan_cost: u64) -> u64;
         fn sisu_prop_charge(b: *mut sisu_prop_books, scan_ns: u64);
+        fn sisu_prop_charge_sampled(b: *mut sisu_prop_books, scan_ns: u64, shift: u32);
         fn sisu_prop_share(walk_ns: u64, examined: u32, walk_examined: u32) -> u64;
     }
 
@@ -154,6 +155,10 @@ mod sis_prop_tests {
 
     fn charge(b: &mut sisu_prop_books, scan_ns: u64) {
         unsafe { sisu_prop_charge(b, scan_ns) }
+    }
+
+    fn charge_sampled(b: &mut sisu_prop_books, scan_ns: u64, shift: u32) {
+        unsafe { sisu_prop_charge_sampled(b, scan_ns, shift) }
     }
 
     fn share(walk_ns: u64, examined: u32, walk_examined: u32) -> u64 {
@@ -271,6 +276,31 @@ mod sis_prop_tests {
         assert_eq!(b.avg_scan_cost, 37 + (5_000 - 37) / 8);
         // The cost the next depth divides by grew: fewer CPUs next time.
         assert!(nr(8, 500_000, b.avg_scan_cost) < nr(8, 500_000, 37));
+    }
+
+    #[test]
+    fn a_sampled_scan_spends_for_every_scan_it_stands_for() {
+        let mut c = fresh(0);
+        let b = books(&mut c);
+        b.wake_avg_idle = 10_000;
+        // One scan in 8 judged: 300 ns spent eight times over...
+        charge_sampled(b, 300, 3);
+        assert_eq!(b.wake_avg_idle, 10_000 - 8 * 300);
+        // ... and the cost learnt once, as from one scan.
+        assert_eq!(b.avg_scan_cost, 37, "0 + 300 / 8");
+        // Unsampled, it is the plain charge.
+        let (mut one, mut other) = (fresh(0), fresh(0));
+        charge(books(&mut one), 300);
+        charge_sampled(books(&mut other), 300, 0);
+        let (a, b) = (books(&mut one), books(&mut other));
+        assert_eq!(
+            (a.wake_avg_idle, a.avg_scan_cost),
+            (b.wake_avg_idle, b.avg_scan_cost)
+        );
+        // A lump beyond any budget empties it without wrapping around.
+        let b = books(&mut other);
+        charge_sampled(b, u64::MAX / 2, 12);
+        assert_eq!(b.wake_avg_idle, 0);
     }
 
     #[test]

@@ -39,6 +39,11 @@ void sisu_prop_charge(struct sisu_prop_books *b, u64 scan_ns)
 	sis_prop_charge(b, scan_ns);
 }
 
+void sisu_prop_charge_sampled(struct sisu_prop_books *b, u64 scan_ns, u32 shift)
+{
+	sis_prop_charge_sampled(b, scan_ns, shift);
+}
+
 u64 sisu_prop_share(u64 walk_ns, u32 examined, u32 walk_examined)
 {
 	return sis_prop_share(walk_ns, examined, walk_examined);

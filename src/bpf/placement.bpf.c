@@ -429,6 +429,7 @@ static struct verdicts *fresh_verdicts(s32 target, bool idle_core)
 	v->idle_core = idle_core;
 	v->rules = 0;
 	v->counted = 0;
+	v->prop_shift = 0;
 	v->found = 0;
 	v->any = false;
 	v->walk_examined = 0;
@@ -448,7 +449,8 @@ static struct verdicts *fresh_verdicts(s32 target, bool idle_core)
  * depth does not limit the walk, and every rule that scans at all finds
  * what it finds. SIS_PROP in the shadow keeps books of its own, charged
  * with its share of the walk's time (sis_prop_share()), as an active
- * SIS_PROP would be charged with its scan's.
+ * SIS_PROP would be charged with its scan's; where the walk is a sample of
+ * the scans, once for every scan it stands for.
  */
 __noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdicts *v)
 {
@@ -506,7 +508,8 @@ __noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdic
 			v->found |= 1U << r;
 	}
 	if (sb)
-		sis_prop_charge(sb, sis_prop_share(v->walk_ns, v->examined[SISU_POL_PROP], seen));
+		sis_prop_charge_sampled(sb, sis_prop_share(v->walk_ns, v->examined[SISU_POL_PROP], seen),
+					v->prop_shift);
 }
 
 /*
@@ -550,35 +553,25 @@ __noinline void count_shadows(struct sisu_stats *st, const struct verdicts *v, b
 
 /*
  * Whether the adaptive rule judges its candidates on this scan of @llc:
- * one in 2^auto_shift, at random. The estimates it needs are means, which
- * a sample gives as well as every scan; userspace sets each LLC's shift
- * so that its sums hold about as many judged scans however often the LLC
- * scans (auto.rs), which bounds the walks' cost where scans are many and
- * judges every scan where they are few. Random rather than every
- * n-th, so that no rhythm of the load lines up with the sample. On the
- * other scans a shadow SIS_PROP that only it judges is still charged what
- * its scan would cost on average, so that its budget is spent as an
- * active one's is. Global: the verifier walks the books' aging loop once,
- * not on every path of the placement.
+ * one in 2^auto_shift (returned in @shift), at random. The estimates it
+ * needs are means, which a sample gives as well as every scan; userspace
+ * sets each LLC's shift so that its sums hold about as many judged scans
+ * however often the LLC scans (auto.rs), which bounds the walks' cost
+ * where scans are many and judges every scan where they are few. Random
+ * rather than every n-th, so that no rhythm of the load lines up with the
+ * sample. The other scans cost what a util scan costs: a shadow SIS_PROP
+ * that only this rule judges is charged for them in one go
+ * (sis_prop_charge_sampled()), and only judged wakeups' waits are timed.
  */
-__noinline bool auto_judges(u32 llc, s32 cpu, bool prop_judged)
+static bool auto_judges(u32 llc, u32 *shift)
 {
 	struct sisu_llc_ctx *lc = llc_ctx(llc);
-	struct sisu_cpu_ctx *c;
-	struct sisu_prop_books *sb;
-	u32 shift = lc ? lc->auto_shift : 0;
+	u32 k = lc ? lc->auto_shift : 0;
 
-	if (shift > SISU_AUTO_MAX_SHIFT)
-		shift = SISU_AUTO_MAX_SHIFT;
-	if (!(bpf_get_prandom_u32() & ((1U << shift) - 1)))
-		return true;
-	c = cpu_ctx(cpu);
-	if (c && !prop_judged) {
-		sb = aged_books(c, SISU_BOOK_SHADOW);
-		if (sb)
-			sis_prop_spend(sb, sb->avg_scan_cost);
-	}
-	return false;
+	if (k > SISU_AUTO_MAX_SHIFT)
+		k = SISU_AUTO_MAX_SHIFT;
+	*shift = k;
+	return !(bpf_get_prandom_u32() & ((1U << k) - 1));
 }
 
 /*
@@ -622,11 +615,12 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	struct sisu_prop_books *ab = NULL;
 	struct verdicts *v = fresh_verdicts(target, idle_core);
 	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
-	bool existed, prop, timed, adaptive = pol == SISU_POL_AUTO;
+	bool existed, prop, timed, judged = false, adaptive = pol == SISU_POL_AUTO;
 	struct sisu_llc_scans *ls = NULL;
 	const struct cpumask *idle;
 	struct depth d;
 	u64 t0 = 0, t = 0;
+	u32 shift = 0;
 
 	/*
 	 * The shadows look before the active scan claims anything. They are
@@ -635,12 +629,16 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (v) {
 		v->counted = st ? cfg.shadows & SHADOW_RULES : 0;
 		v->rules = v->counted;
-		if (adaptive && auto_judges(llc, bpf_get_smp_processor_id(),
-					    v->rules & (1U << SISU_POL_PROP)))
+		if (adaptive && auto_judges(llc, &shift)) {
+			judged = true;
 			v->rules |= AUTO_CANDIDATES;
+			if (!(v->counted & (1U << SISU_POL_PROP)))
+				v->prop_shift = shift;
+		}
 		if (v->rules)
 			judge_shadows(p, v);
 	}
+	pk->judged = judged;
 
 	/*
 	 * An active SIS_PROP spends its own books, charged with its scan's
@@ -652,7 +650,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (prop)
 		ab = aged_books(c, SISU_BOOK_ACTIVE);
 	policy_depth(rule, llc, idle_core, ab, &d);
-	timed = stats_on || prop || adaptive;
+	timed = stats_on || prop || judged;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
@@ -671,6 +669,18 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	}
 	if (!st && !adaptive)
 		return sc.found;
+	/*
+	 * Without statistics the adaptive rule weighs its judged scans alone
+	 * (all of them while a trace times every wait: their kinds go into
+	 * its sums); of the others it counts only how many there were, which
+	 * sets its sample.
+	 */
+	if (!st && !judged && !cfg.trace_every) {
+		ls = bpf_map_lookup_elem(&llc_scans, &llc);
+		if (ls)
+			ls->scans++;
+		return sc.found;
+	}
 
 	/*
 	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
@@ -848,8 +858,8 @@ __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const st
 /*
  * The wait from a wakeup's placement to the task's first run, by what the
  * placement found (enum sisu_wait): what a found-rate cannot say is what
- * a miss costs. Timed while the statistics count, or the adaptive rule,
- * which weighs a find by them, is active.
+ * a miss costs. Timed while the statistics count, and for the scans the
+ * adaptive rule judges, which it weighs a find by.
  */
 __hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s32 prev,
 			s32 target)
@@ -857,7 +867,7 @@ __hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s
 	struct task_ctx *tctx;
 	u32 kind = SISU_WAIT_IDLE;
 
-	if (!stats_on && pol != SISU_POL_AUTO && !cfg.trace_every)
+	if (!stats_on && !pk->judged && !cfg.trace_every)
 		return;
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	if (!tctx)

@@ -114,6 +114,27 @@ static inline void sis_prop_charge(struct sisu_prop_books *b, u64 scan_ns)
 }
 
 /*
+ * A scan judged for 2^@shift scans: the adaptive rule looks at one scan in
+ * 2^shift, chosen at random, so a SIS_PROP it judges alone is charged only
+ * on those. Spending the one scan's cost 2^shift times over spends, in
+ * expectation, what every scan charged would have: the number of judged
+ * scans between two idle periods is binomial with mean n / 2^shift. The
+ * average cost is learnt from the one scan measured, a sample of the same
+ * costs. What the lump changes is the spread: a budget the scans would
+ * have worn down a little at each wakeup stays whole until a judged scan
+ * spends 2^shift scans' worth of it at once.
+ */
+static inline void sis_prop_charge_sampled(struct sisu_prop_books *b, u64 scan_ns, u32 shift)
+{
+	u64 spent = ~0ULL;
+
+	if (shift < 32 && scan_ns < (1ULL << 32))
+		spent = scan_ns << shift;
+	sis_prop_spend(b, spent);
+	sis_avg_update(&b->avg_scan_cost, scan_ns);
+}
+
+/*
  * A shadow's scan is not run on its own: one look-only walk serves every
  * shadow rule (all walk the same CPUs in the same order and stop at the
  * first idle one), so its time is shared out by the CPUs each rule's scan

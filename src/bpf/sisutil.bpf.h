@@ -161,6 +161,7 @@ struct verdicts {
 	bool idle_core;
 	u32 rules;			/* in: bits of enum sisu_policy */
 	u32 counted;			/* in: ... of those the statistics count */
+	u32 prop_shift;			/* in: the walk stands for 2^prop_shift scans in SIS_PROP's books */
 	u32 found;			/* out: bits of the rules that would have found */
 	bool any;			/* the walk found an idle CPU */
 	u32 walk_examined;		/* CPUs the walk examined */
@@ -506,6 +507,7 @@ struct pick {
 	u32 outcome;	/* enum sisu_outcome */
 	u32 wait;	/* enum sisu_wait: what its wait will be counted as */
 	bool waker;	/* in: the running task woke it (select_cpu), so SIS_CURRENT may apply */
+	bool judged;	/* the adaptive rule judged its scan: its wait is timed */
 };
 
 static __always_inline void pick_idle(struct pick *pk, s32 cpu, u32 outcome)

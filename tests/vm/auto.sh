@@ -6,7 +6,8 @@
 # where a find saves time, and keeps util's depth where it does not; it
 # keeps util's cut at saturation, where it judges a sample of the scans.
 # The waits it weighs finds by are timed for every wakeup, and a wakee
-# with no idle CPU waits about a slice.
+# with no idle CPU waits about a slice. Without the scan statistics it
+# measures from its judged scans alone.
 # shape: 2x4
 # timeout: 900
 . /tests/vm/lib.sh
@@ -172,6 +173,22 @@ log "waits with no idle CPU: $(wait_rec none count "$s"), mean $nw us, p90 $(wai
 check "a wakee with no idle CPU waits about a slice ($nw us)" awk "BEGIN { exit !(${nw:-0} >= 300 && ${nw:-0} <= 30000) }"
 
 expect_error 2 "expected off, all, or a comma-separated list" $SCHED set shadow auto
+stop_sched INT
+check "exit code 0" [ "$SCHED_RC" -eq 0 ]
+
+# Without the scan statistics a scan the rule does not judge costs what a
+# util scan costs: only the judged wakeups' waits are timed, and the rule
+# weighs those alone. It still measures: the LLC with idle CPUs gets its
+# gains (16 judged scans and 4 timed waits at least), and the saturated
+# one keeps util's cut.
+log "without the scan statistics"
+check "loads with --policy auto --no-scan-stats" start_sched /tmp/auto-nostats.log --policy auto --no-scan-stats
+load nostats 0 1 2 3
+r1=$(llc_rec 1 "$s")
+check "LLC 1 measured its gains from judged scans alone ($(json_field auto_judged "$r1") judged)" \
+	says "$r1" '"auto_gain_ns":\[-?[0-9]'
+check "each LLC's rule is the candidate its own gains rank first" follows_gains "$s"
+check "the saturated LLC scans with util's depth" [ "$(json_str auto_rule "$(llc_rec 0 "$s")")" = util ]
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 echo 1 >/sys/devices/system/cpu/cpu7/online

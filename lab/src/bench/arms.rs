@@ -60,7 +60,18 @@ impl Arm {
     /// policy arm ending in `+cache` runs with SIS_CACHE, one ending in
     /// `+current` with SIS_CURRENT (both: `+cache+current`), one ending in
     /// `+traceN` with one wakeup in N on record (`+trace`: every one).
+    /// Any of them with `#TAG` is the same arm under another name: two arms
+    /// that differ in nothing (`util,util#2`) measure the method's own
+    /// noise, against which a difference between policies is read.
     pub fn parse(s: &str) -> Result<Arm> {
+        if let Some((base, tag)) = s.split_once('#') {
+            if tag.is_empty() || !tag.chars().all(|c| c.is_ascii_alphanumeric()) {
+                bail!("arm {s}: #TAG wants letters or digits after the #");
+            }
+            let mut arm = Arm::parse(base)?;
+            arm.name = s.to_string();
+            return Ok(arm);
+        }
         if let Some((base, n)) = s.rsplit_once("+trace") {
             let every = if n.is_empty() {
                 1
@@ -620,6 +631,17 @@ mod tests {
         assert!(Arm::parse("fast").is_err());
         assert!(Arm::parse("builtin").unwrap().is_scx());
         assert!(!Arm::parse("eevdf").unwrap().is_scx());
+    }
+
+    #[test]
+    fn a_tag_names_the_same_arm_again() {
+        let again = Arm::parse("util+cache#2").unwrap();
+        assert_eq!(again.name, "util+cache#2");
+        assert_eq!(again.kind, Arm::parse("util+cache").unwrap().kind);
+        assert_eq!(Arm::parse("eevdf#b").unwrap().kind, ArmKind::Eevdf);
+        assert!(Arm::parse("util#").is_err());
+        assert!(Arm::parse("util#a b").is_err());
+        assert!(Arm::parse("fast#2").is_err());
     }
 
     #[test]
