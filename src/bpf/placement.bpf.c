@@ -700,8 +700,11 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
 	if (ls) {
 		ls->scans++;
-		ls->scan_ns += t;
-		ls->scan_examined += sc.examined;
+		/* Only timed scans say what examining a CPU costs. */
+		if (timed) {
+			ls->scan_ns += t;
+			ls->scan_examined += sc.examined;
+		}
 		if (st)
 			matrix_add(ls->found, existed, sc.found >= 0);
 		if (v && adaptive && (v->rules & AUTO_CANDIDATES) == AUTO_CANDIDATES)

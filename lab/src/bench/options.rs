@@ -31,7 +31,8 @@ pub struct BenchOpts {
     /// +cache (util+cache) runs with SIS_CACHE, with +current with
     /// SIS_CURRENT, with +traceN with one wakeup in N on record during
     /// every measured run (the last iteration's trace of each point is kept
-    /// in OUT/traces/, with its trace-report)
+    /// in OUT/traces/, with its trace-report); any of them with #TAG
+    /// (util#2) is the same arm again under another name, a control
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
     /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)
