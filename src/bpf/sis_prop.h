@@ -106,13 +106,6 @@ static inline void sis_prop_spend(struct sisu_prop_books *b, u64 ns)
 	b->wake_avg_idle -= b->wake_avg_idle < ns ? b->wake_avg_idle : ns;
 }
 
-/* A scan took @scan_ns: spend it from the budget and learn the cost. */
-static inline void sis_prop_charge(struct sisu_prop_books *b, u64 scan_ns)
-{
-	sis_prop_spend(b, scan_ns);
-	sis_avg_update(&b->avg_scan_cost, scan_ns);
-}
-
 /*
  * A scan judged for 2^@shift scans: the adaptive rule looks at one scan in
  * 2^shift, chosen at random, so a SIS_PROP it judges alone is charged only
@@ -132,6 +125,17 @@ static inline void sis_prop_charge_sampled(struct sisu_prop_books *b, u64 scan_n
 		spent = scan_ns << shift;
 	sis_prop_spend(b, spent);
 	sis_avg_update(&b->avg_scan_cost, scan_ns);
+}
+
+/*
+ * A scan took @scan_ns: spend it from the budget and learn the cost. (One
+ * of 2^32 ns or more is spent as "everything", which empties the budget
+ * just as its own time would: the budget never exceeds
+ * SIS_PROP_AVG_IDLE_MAX.)
+ */
+static inline void sis_prop_charge(struct sisu_prop_books *b, u64 scan_ns)
+{
+	sis_prop_charge_sampled(b, scan_ns, 0);
 }
 
 /*
