@@ -88,6 +88,10 @@ pub struct TableOpts {
     /// the split (for many points none of which is significant alone)
     #[arg(long)]
     pub sign_test: bool,
+    /// With --sign-test, its sentences alone: for pools of many runs,
+    /// whose tables the pages show run by run
+    #[arg(long, requires = "sign_test")]
+    pub verdicts_only: bool,
 }
 
 /// A run as the table names it.
@@ -364,10 +368,13 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
             });
         }
     }
-    let mut out = markdown(&head, &rows);
+    let mut out = match (opts.verdicts_only, opts.sign_test) {
+        (true, _) => String::new(),
+        (false, true) => markdown(&head, &rows) + "\n",
+        (false, false) => markdown(&head, &rows),
+    };
     if opts.sign_test {
         let base = opts.base.as_deref().unwrap_or(&first.method.baseline);
-        out.push('\n');
         for (t, a) in tally.iter().zip(&arms).filter(|(t, _)| t.n > 0) {
             let _ = writeln!(out, "{}", t.sentence(a, base));
         }
@@ -438,9 +445,21 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     let Some(first) = points.first() else {
         bail!("no point selected");
     };
+    // Points of several sections (STREAM beside YCSB) are named with
+    // their section, and where their metrics differ each row shows its
+    // point's own, its unit beside the value.
+    let sections = points
+        .iter()
+        .any(|p| p.point.section != first.point.section);
     let (name, metric) = metrics_of(opts, first)?.remove(0);
+    let mut own = Vec::with_capacity(points.len());
+    for p in &points {
+        own.push(metrics_of(opts, p)?.remove(0));
+    }
+    let mixed = own.iter().any(|(n, _)| *n != name);
     let unit = metric
         .as_ref()
+        .filter(|_| !mixed)
         .map_or(String::new(), |m| format!(" ({})", m.unit));
     let base_name = opts
         .base
@@ -455,7 +474,11 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     }
     head.extend([
         "arm".to_string(),
-        format!("{name}{unit}"),
+        if mixed {
+            "result".to_string()
+        } else {
+            format!("{name}{unit}")
+        },
         format!("vs {base_name}"),
     ]);
     head.extend(opts.search.iter().map(|s| s.head().to_string()));
@@ -463,13 +486,13 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     for run in runs {
         let r = &run.results;
         let base = opts.base.as_deref().unwrap_or(&r.method.baseline);
-        for p in &points {
+        for (p, (name, metric)) in points.iter().zip(&own) {
             let Some(q) = same_point(r, p) else {
                 continue;
             };
             for a in &arms {
                 let samples = q.samples.get(a).map(Vec::as_slice).unwrap_or(&[]);
-                let vals = q.values(a, &name);
+                let vals = q.values(a, name);
                 if samples.is_empty() {
                     continue;
                 }
@@ -478,15 +501,15 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
                     row.push(run.name.clone());
                 }
                 if points.len() > 1 {
-                    row.push(q.point.label.clone());
+                    row.push(row_label(q, name, sections, false));
                 }
                 row.push(a.clone());
-                row.push(if vals.is_empty() {
-                    "-".into()
-                } else {
-                    fmt_mean(&vals, opts.sd)
+                row.push(match (&vals[..], metric) {
+                    ([], _) => "-".into(),
+                    (_, Some(m)) if mixed => format!("{} {}", fmt_mean(&vals, opts.sd), m.unit),
+                    _ => fmt_mean(&vals, opts.sd),
                 });
-                let change = cell(q, a, base, &name, metric.as_ref(), opts, r.method.alpha);
+                let change = cell(q, a, base, name, metric.as_ref(), opts, r.method.alpha);
                 // The change alone: what follows the mean in the cell.
                 row.push(
                     change
@@ -964,6 +987,12 @@ mod tests {
                 && last.ends_with("; sign test p 0.50 (exact, two-sided)."),
             "{s}"
         );
+        let v = table(
+            &dir,
+            "results/run --arms eevdf,util --sign-test --verdicts-only",
+        )
+        .unwrap();
+        assert_eq!(v.trim_end(), last, "the sentence alone: {v}");
         let e = table(&dir, "results/run --arms util --verdict").unwrap_err();
         assert!(e.to_string().contains("one point"), "{e}");
         let e = table(&dir, "results/run --arms nope").unwrap_err();
@@ -1046,6 +1075,30 @@ mod tests {
         );
         assert!(
             t.contains("| util | 11.66 | (-9.0%) * | 75.0 | 2.0 |"),
+            "{t}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn search_rows_of_several_sections_name_them_and_their_own_metric() {
+        let dir = tmp("sections");
+        std::fs::create_dir_all(dir.join("results/svc")).unwrap();
+        crate::bench::fixture::services()
+            .save(&dir.join("results/svc/results.json"))
+            .unwrap();
+        let t = table(&dir, "results/svc --arms eevdf --search scanned").unwrap();
+        assert!(
+            t.starts_with("| point | arm | result | vs eevdf | scanned % |"),
+            "{t}"
+        );
+        // Each point's first metric, with its unit: MB/s beside ops/s.
+        assert!(
+            t.contains("| STREAM, 10 runs, 2 threads | eevdf | 101.00 MB/s |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| YCSB workload A, 4 clients | eevdf | 1000 ops/s |"),
             "{t}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
