@@ -451,12 +451,12 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     let sections = points
         .iter()
         .any(|p| p.point.section != first.point.section);
-    let (name, metric) = metrics_of(opts, first)?.remove(0);
     let mut own = Vec::with_capacity(points.len());
     for p in &points {
         own.push(metrics_of(opts, p)?.remove(0));
     }
-    let mixed = own.iter().any(|(n, _)| *n != name);
+    let (name, metric) = &own[0];
+    let mixed = own.iter().any(|(n, _)| n != name);
     let unit = metric
         .as_ref()
         .filter(|_| !mixed)
