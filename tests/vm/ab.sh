@@ -82,6 +82,23 @@ check "SIS_UTIL is on again afterwards" [ "$(grep -o '[A-Z_]*SIS_UTIL' $F)" = SI
 r=$(features_during eevdf)
 check "the eevdf arm ran with it on ($r)" [ "$r" = "rc=0 on" ]
 
+log "the arms' order"
+# arm_order ORDER: the arms of a 3-arm, 2-iteration run of one point in
+# the order they ran, from the progress lines.
+arm_order() {
+	$LAB bench --preset quick --arms util,prop,full --bench hackbench --groups 1 \
+		--iterations 2 ${1:+--order $1} --out /tmp/ab-order >/dev/null 2>/tmp/ab-order.err &&
+		sed -n 's/.*iteration [0-9]*\/2, \([a-z]*\):.*/\1/p' /tmp/ab-order.err | tr '\n' ' '
+}
+# Balanced (the default): the second round begins with the second arm;
+# alternating: it begins with the arm that ended the first.
+o=$(arm_order)
+check "by default the second round is shifted ($o)" [ "$o" = "util prop full prop full util " ]
+check "the results file says so" grep -q '"order": "balanced"' /tmp/ab-order/results.json
+o=$(arm_order alternate)
+check "--order alternate reverses it ($o)" [ "$o" = "util prop full full prop util " ]
+check "the report states the order" grep -q "in alternating order" /tmp/ab-order/report.txt
+
 # The harness runs beside what it measures: while a benchmark runs it waits
 # for the benchmark's exit instead of polling it (a 20 ms poll made about
 # 230 context switches in 5 s; a waiting harness wakes only to check its

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::arms::Arm;
-use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
+use super::results::{Env, Method, Order, PointResult, Results, Sample, FORMAT};
 use super::workload::{Family, Matrix};
 use sisutil_proto::stats::Metrics;
 
@@ -75,6 +75,7 @@ pub fn results() -> Results {
         },
         method: Method {
             iterations: 3,
+            order: Order::Alternate,
             warmup: true,
             settle_s: 2.0,
             alpha: 0.05,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use super::arms::Arm;
+use super::results::Order;
 use super::workload::{Family, Matrix, Workload};
 
 /// Sizes of the matrix for where it runs.
@@ -90,6 +91,11 @@ pub struct BenchOpts {
     /// Records in the YCSB table, loaded once per run
     #[arg(long, value_parser = clap::value_parser!(u64).range(100..=100_000_000))]
     pub records: Option<u64>,
+    /// The arms' order within each round: balanced (every arm in every
+    /// place and after every other arm equally often) or alternate (A B C,
+    /// C B A: one scheduler load fewer per round)
+    #[arg(long, value_enum, default_value_t = Order::Balanced)]
+    pub order: Order,
     /// Discard no warm-up run after a scheduler load or unload
     #[arg(long)]
     pub no_warmup: bool,

@@ -26,9 +26,29 @@ pub struct Env {
     pub command_line: Vec<String>,
 }
 
+/// The order the arms take within each round of a point (one iteration
+/// of all arms).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// A B C, C B A, A B C...: the arm that ends a round begins the next,
+    /// which saves a scheduler load per round, but the middle arms never
+    /// come first or last
+    #[default]
+    Alternate,
+    /// Williams' Latin square (A B D C, B C A D, ...): over a cycle of n
+    /// rounds (2n for an odd number of arms) every arm takes every place
+    /// equally often and follows every other arm once (twice)
+    Balanced,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Method {
     pub iterations: u32,
+    /// Results files written before the order was a choice have none:
+    /// they were all run alternating.
+    #[serde(default)]
+    pub order: Order,
     pub warmup: bool,
     pub settle_s: f64,
     pub alpha: f64,
@@ -39,10 +59,14 @@ pub struct Method {
 impl Method {
     pub fn describe(&self) -> String {
         format!(
-            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, in alternating order{}; \
+            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, {}{}; \
              pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
              * = significant by Welch's t-test at p < {}",
             self.iterations,
+            match self.order {
+                Order::Alternate => "in alternating order",
+                Order::Balanced => "in a balanced (Williams) order",
+            },
             if self.warmup {
                 ", a warm-up run discarded after every scheduler load or unload"
             } else {
