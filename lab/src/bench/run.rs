@@ -740,7 +740,7 @@ mod tests {
                 place.iter().flatten().all(|&c| c == per_place),
                 "{n} arms: {place:?}"
             );
-            let per_pair = if n % 2 == 0 { 1 } else { 2 };
+            let per_pair = if n.is_multiple_of(2) { 1 } else { 2 };
             for (a, row) in after.iter().enumerate() {
                 for (b, &c) in row.iter().enumerate() {
                     assert_eq!(
