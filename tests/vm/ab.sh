@@ -142,10 +142,15 @@ left=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$c" 2>/dev/null; echo; do
 check "the dropped peer's processes are gone ($left left)" [ "$left" -eq 0 ]
 
 log "interrupted"
+# The progress file exists before the run starts: counting lines of a file
+# the background job has not yet opened made the wait end at once, and a
+# SIGINT sent before the harness takes it over is ignored, as it is for
+# every background job of a script, so the run went on to the end.
+: >/tmp/ab3.err
 $LAB bench --preset quick --arms eevdf,util --iterations 5 --out /tmp/ab3 >/tmp/ab3.out 2>/tmp/ab3.err &
 b=$!
 n=0
-while [ "$(grep -c '^\[ *[0-9]*/' /tmp/ab3.err 2>/dev/null)" -lt 3 ] && [ $n -lt 600 ]; do
+while [ "$(grep -c '^\[ *[0-9]*/' /tmp/ab3.err)" -lt 3 ] && [ $n -lt 600 ]; do
 	sleep 0.2
 	n=$((n + 1))
 done
