@@ -1,29 +1,4 @@
-/// The commit a build came from, as "g<sha>" ("-dirty" if the tree had
-/// changes), for --version; nothing outside a git checkout.
-fn git_version() -> Option<String> {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    let sha = git(&["rev-parse", "--short=12", "HEAD"])?;
-    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
-        println!("cargo:rerun-if-changed={dir}/index");
-    }
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-    Some(format!("g{sha}{}", if dirty { "-dirty" } else { "" }))
-}
-
 fn main() {
-    println!(
-        "cargo:rustc-env=SISUTIL_GIT_VERSION={}",
-        git_version().unwrap_or_default()
-    );
     // The BPF program, one file per concern (src/bpf/sisutil.bpf.h lists
     // them), linked into one object. BpfBuilder links in name order, and
     // main.bpf.c, which defines the maps, must come before every file that

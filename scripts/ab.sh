@@ -9,7 +9,8 @@
 # BENCH-OPTIONS go to `sisutil-lab bench` (arms, benchmarks, sizes; see
 # `sisutil-lab bench --help`), e.g.
 #   scripts/ab.sh --shape 1x8 -- --arms eevdf,eevdf-nosisutil,util,full --bench hackbench
-# Results land in results/<date>-<shape>/ unless --out says otherwise.
+# Results land in runs/<date>-<shape>/ unless --out says otherwise (runs/
+# is yours: git ignores it; results/ holds the runs the documents cite).
 # --add puts a program into the guest (scripts/vm.sh's --add): a peer
 # scheduler for --arm NAME=COMMAND, or a schbench you built for --bench
 # schbench, e.g. --add ~/schbench/schbench:/usr/bin/schbench. On a machine
@@ -33,12 +34,12 @@ while [[ $# -gt 0 ]]; do
 	--timeout) TIMEOUT=$2; shift 2 ;;
 	--add) ADD+=(--add "$2"); shift 2 ;;
 	--retries) RETRIES=$2; shift 2 ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--) shift; break ;;
 	*) echo "ab.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
-OUT=${OUT:-results/$(date -u +%Y%m%d-%H%M%S)-$SHAPE}
+OUT=${OUT:-runs/$(date -u +%Y%m%d-%H%M%S)-$SHAPE}
 
 if [[ $(id -u) -eq 0 ]]; then
 	scripts/setup.sh >/dev/null

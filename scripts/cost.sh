@@ -12,7 +12,7 @@
 #
 # Default arms: util, util-nostats, prop, full, none, builtin. TCG timing is
 # not native timing: compare arms with each other, not with other machines.
-# DIR (default results/<date>-<shape>-cost) gets the guest's RESULT lines
+# DIR (default runs/<date>-<shape>-cost) gets the guest's RESULT lines
 # (runs.txt) and the table as Markdown (summary.md), which docs quote.
 set -euo pipefail
 
@@ -54,7 +54,7 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 cargo build --release --locked --workspace
 
-OUT=${OUT:-results/$(date -u +%Y%m%d)-$SHAPE-cost}
+OUT=${OUT:-runs/$(date -u +%Y%m%d)-$SHAPE-cost}
 mkdir -p "$OUT"
 out=$OUT/runs.txt
 scripts/vm.sh --shape "$SHAPE" --timeout 3600 "${ADD[@]}" -- \

@@ -20,7 +20,7 @@ cd "$ROOT"
 SHAPES=2s2l2c,2s4l4c-nps1,2s4l4c-nps2,2s4l4c-nps4
 MEM=4G
 TIMEOUT=3600
-OUT=results/$(date -u +%Y%m%d)-scale
+OUT=runs/$(date -u +%Y%m%d)-scale
 APPEND=
 while [[ $# -gt 0 ]]; do
 	case $1 in

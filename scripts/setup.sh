@@ -25,7 +25,7 @@ VM_PKGS=(busybox-static cpio gzip ca-certificates debian-archive-keyring)
 BENCH_PKGS=(rt-tests dbench linux-perf bpftool stress-ng util-linux procps socat postgresql-15)
 # Tests: the scx project's OpenMetrics exporter (a Python script shipped in
 # the scx_stats crate) runs against the stats server in the unit tests.
-TEST_PKGS=(python3 python3-prometheus-client)
+TEST_PKGS=(python3 python3-venv python3-prometheus-client)
 
 BACKPORTS=/etc/apt/sources.list.d/bookworm-backports.sources
 # shellcheck source=lib/debian-mirror.sh

@@ -41,7 +41,7 @@ source "$ROOT/scripts/lib/target-dir.sh"
 cd "$ROOT"
 SHAPES=1x16,2x8,1x8x2
 ARMS=eevdf,util,prop,util-small,full,builtin
-OUT=results/study
+OUT=runs/study-$(date -u +%Y%m%d-%H%M%S)
 PRESET=study
 ITER=3
 STEPS=hackbench,tbench,wakeup,services,shadow

@@ -6,7 +6,9 @@
 #
 #   scripts/test.sh [--unit-only | --vm-only] [VM-TEST-NAME...]
 #
-# Kernel console logs of the VM tests land in target/vm-logs/.
+# Last, tests/readme.sh runs the README's two commands in its order (the
+# name "readme" picks it alone). Kernel console logs of the VM tests land
+# in target/vm-logs/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,7 +24,7 @@ for arg in "$@"; do
 	--unit-only) VM=0 ;;
 	--vm-only) UNIT=0 ;;
 	-h | --help)
-		sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*)
@@ -118,6 +120,21 @@ for test in tests/vm/*.sh; do
 	fi
 	echo "--- $name: exit $rc in $(($(date +%s) - start))s"
 done
+
+# The README's two commands in its order, as a new user runs them: the
+# main job, then the unit tests with its results in place.
+if ((${#ONLY[@]} == 0)) || [[ " ${ONLY[*]} " == *" readme "* ]]; then
+	section "the README's two commands"
+	start=$(date +%s)
+	set +e
+	tests/readme.sh 2>&1 | tee target/vm-logs/readme.out
+	rc=${PIPESTATUS[0]}
+	set -e
+	passed=$((passed + $(grep -c '^ok - ' target/vm-logs/readme.out || true)))
+	failed=$((failed + $(grep -c '^not ok - ' target/vm-logs/readme.out || true)))
+	((rc == 0)) || failed_tests+=(readme)
+	echo "--- readme: exit $rc in $(($(date +%s) - start))s"
+fi
 
 section "summary"
 if ((${#retried_tests[@]})); then

@@ -62,12 +62,12 @@ pub struct Settings {
 /// build came from (if it came from a git checkout), and the target.
 pub fn version() -> String {
     let full = scx_utils::build_id::full_version(env!("CARGO_PKG_VERSION"));
-    match option_env!("SISUTIL_GIT_VERSION") {
-        Some(git) if !git.is_empty() => {
+    match sisutil_proto::BUILD_COMMIT {
+        "" => full,
+        git => {
             let (semver, rest) = full.split_once(' ').unwrap_or((&full, ""));
             format!("{semver}-{git} {rest}").trim_end().to_string()
         }
-        _ => full,
     }
 }
 

@@ -127,7 +127,10 @@ mod tests {
             "{t}"
         );
         // 205 against 105: +95.2 %, and the two rounds each apart by 100.
-        assert!(lines[3].starts_with("| on | 205 ± 7 (+95.2%, p 0.0"), "{t}");
+        assert!(
+            lines[3].starts_with("| on | 205 ± 7 (+95.2% [+66.3, +124.2], p 0.0"),
+            "{t}"
+        );
         assert!(summary("nothing here").is_err());
         assert!(summary("RESULT round=1").is_err());
     }

@@ -3,6 +3,10 @@
 //! tables, the run-time switch's requests, the trace's rows, and the
 //! client side of the running instance's socket and of sched_ext's sysfs.
 
+/// The commit the build came from, as "g<sha>" ("-dirty" if tracked files
+/// differed from it), empty when it was not built from a git checkout.
+pub const BUILD_COMMIT: &str = env!("SISUTIL_GIT_VERSION");
+
 pub mod control;
 pub mod intf;
 pub mod monitor;

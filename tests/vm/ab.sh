@@ -83,20 +83,29 @@ r=$(features_during eevdf)
 check "the eevdf arm ran with it on ($r)" [ "$r" = "rc=0 on" ]
 
 log "the arms' order"
-# arm_order ORDER: the arms of a 3-arm, 2-iteration run of one point in
+# arm_order ORDER: the arms of a 3-arm, 2-iteration run of two points in
 # the order they ran, from the progress lines.
 arm_order() {
-	$LAB bench --preset quick --arms util,prop,full --bench hackbench --groups 1 \
+	$LAB bench --preset quick --arms util,prop,full --bench hackbench --groups 1,2 \
 		--iterations 2 ${1:+--order $1} --out /tmp/ab-order >/dev/null 2>/tmp/ab-order.err &&
 		sed -n 's/.*iteration [0-9]*\/2, \([a-z]*\):.*/\1/p' /tmp/ab-order.err | tr '\n' ' '
 }
-# Balanced (the default): the second round begins with the second arm;
-# alternating: it begins with the arm that ended the first.
+# Balanced (the default): the second round begins with the second arm,
+# and the second point starts the design afresh (a design that ran on
+# across points began it with full); alternating: the second round
+# begins with the arm that ended the first.
 o=$(arm_order)
-check "by default the second round is shifted ($o)" [ "$o" = "util prop full prop full util " ]
+check "by default the second round is shifted, and each point starts afresh ($o)" \
+	[ "$o" = "util prop full prop full util util prop full prop full util " ]
 check "the results file says so" grep -q '"order": "balanced"' /tmp/ab-order/results.json
+check "and that the order restarts at every point" grep -q '"order_per_point": true' /tmp/ab-order/results.json
+# 2 rounds of 3 arms are a third of the design's cycle of 6: the run
+# warns, and the report says what the order did not balance.
+check "the run warns that 2 rounds cannot balance 3 arms" grep -q "a multiple of 6 balances it" /tmp/ab-order.err
+check "the report says so too" grep -q "not balanced at a point: its 2 round(s) are the first 2 of the design's 6" /tmp/ab-order/report.txt
+check "the results file records the build" grep -q '"commit": "g[0-9a-f]\{12\}"' /tmp/ab-order/results.json
 o=$(arm_order alternate)
-check "--order alternate reverses it ($o)" [ "$o" = "util prop full full prop util " ]
+check "--order alternate reverses it ($o)" [ "$o" = "util prop full full prop util util prop full full prop util " ]
 check "the report states the order" grep -q "in alternating order" /tmp/ab-order/report.txt
 
 # The harness runs beside what it measures: while a benchmark runs it waits

@@ -26,12 +26,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Parser;
 
+use super::pooled;
 use super::rank;
 use super::report;
 use super::results::{PointResult, Results, Sample};
 use super::search::Search;
 use super::stat;
 use super::table::num;
+use super::verdict::{self, fmt_p, Margin};
 use super::workload::Metric;
 
 /// `sisutil-lab table`: one table of one or more runs, for a document.
@@ -41,7 +43,9 @@ pub struct TableOpts {
     #[arg(required = true)]
     pub runs: Vec<PathBuf>,
     /// Names of the runs in the header, comma-separated (default: the
-    /// folders' names, when there is more than one run)
+    /// folders' names, when there is more than one run); with --pooled,
+    /// files named alike are one run (a study's modes, booted one after
+    /// another from one build)
     #[arg(long = "as", value_delimiter = ',')]
     pub names: Vec<String>,
     /// Only this section (as the report heads it: "hackbench process socket")
@@ -83,21 +87,50 @@ pub struct TableOpts {
     /// the points (runs with --shadow all and the rules as arms)
     #[arg(long)]
     pub rank: bool,
-    /// Under the table, per arm, its changes against the base pooled: how
-    /// many are ahead, behind and significant, and the exact sign test of
-    /// the split (for many points none of which is significant alone)
+    /// Under the table, per arm, its changes against the base pooled over
+    /// the points of each run (a permutation test within the run), and
+    /// over the runs with the run as the unit (Student's t on the runs'
+    /// means)
     #[arg(long)]
-    pub sign_test: bool,
-    /// With --sign-test, its sentences alone: for pools of many runs,
-    /// whose tables the pages show run by run
-    #[arg(long, requires = "sign_test")]
+    pub pooled: bool,
+    /// With --pooled, its sentences alone: for pools of many runs, whose
+    /// tables the pages show run by run
+    #[arg(long, requires = "pooled")]
     pub verdicts_only: bool,
+    /// With --pooled, its table of runs and its sentences, not the points
+    #[arg(long, requires = "pooled", conflicts_with = "verdicts_only")]
+    pub summary: bool,
+    /// The equivalence margin in % of the base's mean: "level" only where
+    /// two one-sided tests put the change inside it (default: the margin
+    /// stated before the run, else the run's own control arm's, X#TAG
+    /// beside X)
+    #[arg(long, value_parser = parse_margin)]
+    pub margin: Option<f64>,
+}
+
+pub(crate) fn parse_margin(s: &str) -> std::result::Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(m) if m > 0.0 && m < 100.0 => Ok(m),
+        _ => Err(format!("{s:?} is not a margin in % (above 0, below 100)")),
+    }
 }
 
 /// A run as the table names it.
 struct Run {
     name: String,
     results: Results,
+    /// The build it measured: the results file's, or for files written
+    /// before they recorded one, the version line of the scheduler's log
+    /// beside it.
+    build: Option<String>,
+}
+
+/// "g<sha>[-dirty]" from the first line of a scheduler.log that has one.
+fn logged_build(folder: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(folder.join("scheduler.log")).ok()?;
+    let line = text.lines().find(|l| l.contains("scx_sisutil "))?;
+    let version = line.split_whitespace().find(|w| w.contains("-g"))?;
+    version.split_once("-g").map(|(_, b)| format!("g{b}"))
 }
 
 fn load_runs(opts: &TableOpts, root: &Path) -> Result<Vec<Run>> {
@@ -129,7 +162,12 @@ fn load_runs(opts: &TableOpts, root: &Path) -> Result<Vec<Run>> {
                     .file_name()
                     .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
             });
-            Ok(Run { name, results })
+            let build = results.env.build().or_else(|| logged_build(folder));
+            Ok(Run {
+                name,
+                results,
+                build,
+            })
         })
         .collect()
 }
@@ -236,17 +274,6 @@ fn metrics_of(opts: &TableOpts, p: &PointResult) -> Result<Vec<(String, Option<M
         .collect()
 }
 
-/// "p 0.003", "p < 0.001".
-fn fmt_p(p: f64) -> String {
-    if p < 0.001 {
-        "p < 0.001".into()
-    } else if p < 0.01 {
-        format!("p {p:.3}")
-    } else {
-        format!("p {p:.2}")
-    }
-}
-
 fn fmt_mean(vals: &[f64], sd: bool) -> String {
     if sd {
         format!("{} ±{}", num(stat::mean(vals)), num(stat::stddev(vals)))
@@ -255,17 +282,28 @@ fn fmt_mean(vals: &[f64], sd: bool) -> String {
     }
 }
 
+/// The margin @arm's change in @name is judged by in @r: the options', the
+/// one stated before the run, or the run's control's (never on the control
+/// itself).
+fn margin_for(opts: &TableOpts, r: &Results, name: &str, arm: &str) -> Option<Margin> {
+    match opts.margin {
+        Some(pct) => Some(Margin::stated(pct)),
+        None => verdict::margin_of(r, name, arm),
+    }
+}
+
 /// One arm's result at one point: its mean, and its change against the
-/// base's with a star where Welch's test finds it significant (or the
-/// p-value).
+/// base's with its confidence interval, a star where Welch's test finds it
+/// significant, `=` where it is inside the equivalence margin (or the
+/// p-value instead of the marks).
 fn cell(
+    r: &Results,
     p: &PointResult,
     arm: &str,
     base: &str,
     name: &str,
     metric: Option<&Metric>,
     opts: &TableOpts,
-    alpha: f64,
 ) -> String {
     let vals = p.values(arm, name);
     if vals.is_empty() {
@@ -277,16 +315,21 @@ fn cell(
         return shown;
     };
     let change = stat::change_pct(stat::mean(&base_vals), stat::mean(&vals), metric.better);
-    if opts.p_values {
-        let p = stat::welch(&vals, &base_vals).map_or("no test".into(), |(_, _, p)| fmt_p(p));
-        return format!("{shown} ({change:+.1}%, {p})");
-    }
-    let star = if stat::significant(&vals, &base_vals, alpha) {
-        " *"
-    } else {
-        ""
+    let margin = margin_for(opts, r, name, arm);
+    let Some(j) = verdict::judge(
+        &vals,
+        &base_vals,
+        metric.better,
+        r.method.alpha,
+        margin.as_ref(),
+    ) else {
+        return format!("{shown} ({change:+.1}%, no test)");
     };
-    format!("{shown} ({change:+.1}%){star}")
+    let ci = format!("[{:+.1}, {:+.1}]", j.change.lo, j.change.hi);
+    if opts.p_values {
+        return format!("{shown} ({change:+.1}% {ci}, {})", fmt_p(j.change.p));
+    }
+    format!("{shown} ({change:+.1}% {ci}){}", j.mark())
 }
 
 /// A Markdown table.
@@ -322,7 +365,8 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
         .any(|p| p.point.section != points[0].point.section);
     let mut rows = Vec::new();
     let mut heads = Vec::new();
-    let mut tally = vec![Tally::default(); arms.len()];
+    // The margins the cells were judged by, to say under the table.
+    let mut margins: Vec<(String, Margin)> = Vec::new();
     for p in &points {
         let metrics = metrics_of(opts, p)?;
         for (name, metric) in &metrics {
@@ -338,12 +382,17 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
                 let base = opts.base.as_deref().unwrap_or(&r.method.baseline);
                 match same_point(r, p) {
                     Some(q) => {
-                        row.extend(arms.iter().map(|a| {
-                            cell(q, a, base, name, metric.as_ref(), opts, r.method.alpha)
-                        }));
-                        if let Some(m) = metric.as_ref().filter(|_| opts.sign_test) {
-                            for (t, a) in tally.iter_mut().zip(&arms) {
-                                t.add(q, a, base, name, m, r.method.alpha);
+                        row.extend(
+                            arms.iter()
+                                .map(|a| cell(r, q, a, base, name, metric.as_ref(), opts)),
+                        );
+                        let used = arms
+                            .iter()
+                            .filter(|a| *a != base && metric.is_some())
+                            .filter_map(|a| margin_for(opts, r, name, a));
+                        for m in used {
+                            if !margins.iter().any(|(n, g)| n == name && *g == m) {
+                                margins.push((name.clone(), m));
                             }
                         }
                     }
@@ -368,65 +417,223 @@ fn grid(opts: &TableOpts, runs: &[Run]) -> Result<String> {
             });
         }
     }
-    let mut out = match (opts.verdicts_only, opts.sign_test) {
-        (true, _) => String::new(),
-        (false, true) => markdown(&head, &rows) + "\n",
-        (false, false) => markdown(&head, &rows),
-    };
-    if opts.sign_test {
-        let base = opts.base.as_deref().unwrap_or(&first.method.baseline);
-        for (t, a) in tally.iter().zip(&arms).filter(|(t, _)| t.n > 0) {
-            let _ = writeln!(out, "{}", t.sentence(a, base));
+    let mut out = String::new();
+    if !opts.verdicts_only && !opts.summary {
+        out.push_str(&markdown(&head, &rows));
+        if !margins.is_empty() && !opts.p_values {
+            let said: Vec<String> = margins
+                .iter()
+                .map(|(n, g)| format!("±{:.1}% for {n} ({})", g.pct, g.source))
+                .collect();
+            let _ = writeln!(
+                out,
+                "\n`=`: level, the change inside its margin by two one-sided tests at p < {}: {}.",
+                first.method.alpha,
+                said.join("; ")
+            );
+        }
+        if opts.pooled {
+            out.push('\n');
+        }
+    }
+    if opts.pooled {
+        out.push_str(&pooled_part(opts, runs, &points, &arms)?);
+    }
+    Ok(out)
+}
+
+/// The (point, metric) pairs of a run that a pooled analysis averages:
+/// the table's points as they are in @r, each with the metrics shown that
+/// have a better direction.
+fn pooled_items<'a>(
+    opts: &TableOpts,
+    r: &'a Results,
+    points: &[&PointResult],
+) -> Result<Vec<(&'a PointResult, String, stat::Better)>> {
+    let mut out = Vec::new();
+    for p in points {
+        let Some(q) = same_point(r, p) else {
+            continue;
+        };
+        for (name, metric) in metrics_of(opts, q)? {
+            if let Some(m) = metric {
+                out.push((q, name, m.better));
+            }
         }
     }
     Ok(out)
 }
 
-/// An arm's changes against the base over a table's cells.
-#[derive(Clone, Default)]
-struct Tally {
-    n: u64,
-    ahead: u64,
-    behind: u64,
-    sig_ahead: u64,
-    sig_behind: u64,
+/// The units of a pooled analysis: the files given, where files named
+/// alike with --as (a study's NUMA modes, booted one after another from
+/// one build) make one run.
+fn pooled_units(runs: &[Run]) -> Vec<(String, Vec<&Run>)> {
+    let mut out: Vec<(String, Vec<&Run>)> = Vec::new();
+    for run in runs {
+        match out.iter_mut().find(|(n, _)| *n == run.name) {
+            Some((_, files)) => files.push(run),
+            None => out.push((run.name.clone(), vec![run])),
+        }
+    }
+    out
 }
 
-impl Tally {
-    fn add(&mut self, p: &PointResult, arm: &str, base: &str, name: &str, m: &Metric, alpha: f64) {
-        let (vals, base_vals) = (p.values(arm, name), p.values(base, name));
-        if arm == base || vals.is_empty() || base_vals.is_empty() {
-            return;
-        }
-        let change = stat::change_pct(stat::mean(&base_vals), stat::mean(&vals), m.better);
-        let significant = stat::significant(&vals, &base_vals, alpha);
-        self.n += 1;
-        if change > 0.0 {
-            self.ahead += 1;
-            self.sig_ahead += significant as u64;
-        } else if change < 0.0 {
-            self.behind += 1;
-            self.sig_behind += significant as u64;
-        }
+/// One unit's pooled change of @arm against @base over @points.
+fn pool_unit(
+    opts: &TableOpts,
+    files: &[&Run],
+    points: &[&PointResult],
+    arm: &str,
+    base: &str,
+) -> Result<Option<pooled::RunPool>> {
+    let mut items = Vec::new();
+    for f in files {
+        items.extend(pooled_items(opts, &f.results, points)?);
     }
+    Ok(pooled::pool_run(&items, arm, base))
+}
 
-    /// "Over 24 changes of auto against util: ahead at 7, behind at 17
-    /// (1 of them significant); sign test p 0.06 (exact, two-sided)."
-    fn sentence(&self, arm: &str, base: &str) -> String {
-        let sig = |k: u64| match k {
-            0 => String::new(),
-            k => format!(" ({k} of them significant)"),
-        };
-        let p = stat::sign_test(self.ahead, self.behind).map_or("no test".into(), fmt_p);
-        format!(
-            "Over {} changes of {arm} against {base}: ahead at {}{}, behind at {}{}; sign test {p} (exact, two-sided).",
-            self.n,
-            self.ahead,
-            sig(self.sig_ahead),
-            self.behind,
-            sig(self.sig_behind)
-        )
+/// Under a table with --pooled: per arm, each run's change over its points
+/// with the permutation test, and, over two or more runs, the runs'
+/// changes judged with the run as the unit.
+fn pooled_part(
+    opts: &TableOpts,
+    runs: &[Run],
+    points: &[&PointResult],
+    arms: &[String],
+) -> Result<String> {
+    let base = opts
+        .base
+        .clone()
+        .unwrap_or_else(|| runs[0].results.method.baseline.clone());
+    let alpha = runs[0].results.method.alpha;
+    let units = pooled_units(runs);
+    let others: Vec<&String> = arms.iter().filter(|a| **a != base).collect();
+    // pools[arm][unit]: None where the unit lacks the arm.
+    let mut pools: Vec<Vec<Option<pooled::RunPool>>> = vec![Vec::new(); others.len()];
+    for (_, files) in &units {
+        for (k, a) in others.iter().enumerate() {
+            pools[k].push(pool_unit(opts, files, points, a, &base)?);
+        }
     }
+    let build_of = |files: &[&Run]| {
+        let mut b: Vec<&str> = files
+            .iter()
+            .map(|f| f.build.as_deref().unwrap_or("unknown"))
+            .collect();
+        b.dedup();
+        b.join(", ")
+    };
+    let mut out = String::new();
+    if !opts.verdicts_only {
+        let _ = writeln!(
+            out,
+            "Pooled: each run's change against {base} over its points, the geometric mean of the arm's ratios to {base} \
+             (positive = better), with a permutation test that swaps the two arms within each round ({} permutations):\n",
+            pooled::PERMUTATIONS
+        );
+        let mut head = vec!["run".to_string(), "build".to_string(), "points".to_string()];
+        head.extend(others.iter().map(|a| a.to_string()));
+        let rows: Vec<Vec<String>> = units
+            .iter()
+            .enumerate()
+            .map(|(i, (name, files))| {
+                let n = pools
+                    .iter()
+                    .filter_map(|m| m[i].map(|p| p.points))
+                    .max()
+                    .unwrap_or(0);
+                let mut row = vec![name.clone(), build_of(files), n.to_string()];
+                row.extend(pools.iter().map(|m| {
+                    m[i].map_or("-".into(), |p| format!("{:+.1}% ({})", p.pct(), fmt_p(p.p)))
+                }));
+                row
+            })
+            .collect();
+        out.push_str(&markdown(&head, &rows));
+        out.push('\n');
+    }
+    if units.len() < 2 {
+        for (a, m) in others.iter().zip(&pools) {
+            if let Some(p) = m[0] {
+                let word = match (p.p < alpha, p.log_mean > 0.0) {
+                    (true, true) => "ahead in this run",
+                    (true, false) => "behind in this run",
+                    (false, _) => "not significant in this run",
+                };
+                let _ = writeln!(
+                    out,
+                    "{a} against {base}, the geometric mean change over {} point(s) of one run: {:+.1}%, {word} (permutation {}).",
+                    p.points,
+                    p.pct(),
+                    fmt_p(p.p)
+                );
+            }
+        }
+        return Ok(out);
+    }
+    // The control's own run changes give the margin, where no other is
+    // set: over the runs that had the control.
+    let mut control_margin = None;
+    // The control of the base where one ran, else any: two runs of one arm
+    // measure the method's noise whichever arm it is.
+    let pairs: Vec<(String, String)> = runs
+        .iter()
+        .flat_map(|run| verdict::controls(&run.results))
+        .collect();
+    let pair = pairs
+        .iter()
+        .find(|(_, twin)| *twin == base)
+        .or(pairs.first())
+        .cloned();
+    if let Some((control, twin)) = pair {
+        let mut ms = Vec::new();
+        for (_, files) in &units {
+            if let Some(p) = pool_unit(opts, files, points, &control, &twin)? {
+                ms.push(p.log_mean);
+            }
+        }
+        control_margin = pooled::control_margin(&control, &twin, &ms);
+    }
+    for (a, m) in others.iter().zip(&pools) {
+        let xs: Vec<f64> = m.iter().flatten().map(|p| p.log_mean).collect();
+        let margin = match opts.margin {
+            Some(pct) => Some(Margin::stated(pct)),
+            None => control_margin.clone(),
+        }
+        .filter(|g| g.control.as_deref() != Some(a.as_str()));
+        let Some(j) = pooled::across(&xs, alpha, margin.as_ref()) else {
+            continue;
+        };
+        let mut line = format!(
+            "Across {} runs, the run as the unit (Student's t on the runs' mean log ratios, {} df): {a} {:+.1}% against {base}: {}.",
+            xs.len(),
+            xs.len() - 1,
+            j.change.pct,
+            j.sentence(&format!("{} runs", xs.len()), xs.len())
+        );
+        if let Some(g) =
+            margin.filter(|_| j.word == verdict::Word::Level || j.word == verdict::Word::Open)
+        {
+            let _ = write!(line, " Margin: {}.", g.source);
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let mut builds: Vec<&str> = runs
+        .iter()
+        .map(|r| r.build.as_deref().unwrap_or("unknown"))
+        .collect();
+    builds.sort_unstable();
+    builds.dedup();
+    let _ = writeln!(
+        out,
+        "{}",
+        match builds.as_slice() {
+            [one] => format!("Every run measured build {one}."),
+            many => format!("The runs measured different builds: {}.", many.join(", ")),
+        }
+    );
+    Ok(out)
 }
 
 fn fixed(v: Option<f64>) -> String {
@@ -509,7 +716,7 @@ fn search_rows(opts: &TableOpts, runs: &[Run]) -> Result<String> {
                     (_, Some(m)) if mixed => format!("{} {}", fmt_mean(&vals, opts.sd), m.unit),
                     _ => fmt_mean(&vals, opts.sd),
                 });
-                let change = cell(q, a, base, name, metric.as_ref(), opts, r.method.alpha);
+                let change = cell(r, q, a, base, name, metric.as_ref(), opts);
                 // The change alone: what follows the mean in the cell.
                 row.push(
                     change
@@ -538,17 +745,17 @@ fn search_change(s: Search, base: &[Sample], arm: &[Sample]) -> String {
 }
 
 /// The change of @vals' mean against @base's, with no better direction,
-/// and Welch's p over the runs: " (+12.0%, p 0.03)", " (p 0.03)" where the
-/// base's mean is 0, or "" where either lacks two runs.
+/// its 95 % confidence interval and Welch's p over the runs: " (+12.0%
+/// [+3.1, +20.9], p 0.03)", " (p 0.03)" where the base's mean is 0, or ""
+/// where either lacks two runs.
 pub(crate) fn relative_change(base: &[f64], vals: &[f64]) -> String {
     let Some((_, _, p)) = stat::welch(base, vals) else {
         return String::new();
     };
-    let (mb, mv) = (stat::mean(base), stat::mean(vals));
-    if mb == 0.0 {
-        return format!(" (p {p:.2})");
+    match stat::change(vals, base, stat::Better::Higher, verdict::LEVEL) {
+        Some(c) => format!(" ({:+.1}% [{:+.1}, {:+.1}], p {p:.2})", c.pct, c.lo, c.hi),
+        None => format!(" (p {p:.2})"),
     }
-    format!(" ({:+.1}%, p {p:.2})", (mv - mb) / mb * 100.0)
 }
 
 /// The shadow run's tables for the selected points, as the report prints
@@ -598,16 +805,21 @@ fn verdict(opts: &TableOpts, runs: &[Run]) -> Result<String> {
     } else {
         format!("{} and {} runs", vals.len(), base_vals.len())
     };
-    let judged = match stat::welch(&vals, &base_vals) {
-        Some((_, _, pv)) if pv < r.method.alpha => {
-            let word = if change > 0.0 { "ahead" } else { "behind" };
-            format!("{word} ({}, {runs_n})", fmt_p(pv))
+    let margin = margin_for(opts, r, &name, arm);
+    let judged = match verdict::judge(
+        &vals,
+        &base_vals,
+        metric.better,
+        r.method.alpha,
+        margin.as_ref(),
+    ) {
+        Some(j) => {
+            let mut s = j.sentence(&runs_n, vals.len().min(base_vals.len()));
+            if let Some(g) = margin.filter(|g| g.control.is_some()) {
+                let _ = write!(s, "; margin: {}", g.source);
+            }
+            s
         }
-        Some((_, _, pv)) => format!(
-            "not significant in {} runs ({})",
-            vals.len().min(base_vals.len()),
-            fmt_p(pv)
-        ),
         None => format!("not testable ({runs_n})"),
     };
     let unit = match metric.unit.as_str() {
@@ -690,6 +902,47 @@ pub fn render(opts: &TableOpts, root: &Path) -> Result<String> {
     } else {
         grid(opts, &runs)
     }
+}
+
+/// The analyses declared before a run, each run on its results file
+/// (@path), as the report's last section; empty where none was.
+pub fn declared_section(r: &Results, path: &Path) -> String {
+    let mut out = String::new();
+    for args in &r.method.declared {
+        let _ = writeln!(
+            out,
+            "\nDeclared before the run: sisutil-lab table RUN {args}"
+        );
+        match declared_table(args, path) {
+            Ok(t) => out.push_str(&t),
+            Err(e) => {
+                let _ = writeln!(out, "cannot run it: {e:#}");
+            }
+        }
+    }
+    out
+}
+
+/// Parses @args as `sisutil-lab table` options with @path as the run.
+fn declared_opts(args: &str, path: &Path) -> Result<TableOpts> {
+    let mut words = shlex::split(args).ok_or_else(|| anyhow!("unbalanced quotes in {args:?}"))?;
+    words.insert(0, path.display().to_string());
+    let line = TableLine::try_parse_from(words.iter()).map_err(|e| {
+        anyhow!(
+            "--declare {args:?}: {}",
+            e.to_string().lines().next().unwrap_or("bad options")
+        )
+    })?;
+    Ok(line.opts)
+}
+
+/// Checks a declared analysis's options before the run.
+pub fn check_declared(args: &str) -> Result<()> {
+    declared_opts(args, Path::new("RUN")).map(|_| ())
+}
+
+fn declared_table(args: &str, path: &Path) -> Result<String> {
+    render(&declared_opts(args, path)?, Path::new(""))
 }
 
 /// The command line of a mark, as clap parses it.
@@ -954,11 +1207,11 @@ mod tests {
         // significant, as the report's own cell has it.
         assert_eq!(
             t,
-            "| time (s) | eevdf | util |\n|---|---|---|\n| 16-groups | 10.70 | 11.66 (-9.0%) * |\n"
+            "| time (s) | eevdf | util |\n|---|---|---|\n| 16-groups | 10.70 | 11.66 (-9.0% [-12.9, -5.1]) * |\n"
         );
         let report = report::text(&results());
         assert!(
-            report.contains("10.70 +-0.200") && report.contains("(-9.00 pct) *"),
+            report.contains("10.70 +-0.200") && report.contains("(-9.00 pct [-12.9, -5.1]) *"),
             "{report}"
         );
         let t = table(
@@ -967,7 +1220,7 @@ mod tests {
         )
         .unwrap();
         assert!(t.contains("| 16-groups | 11.66 ±"), "{t}");
-        assert!(t.contains("(-9.0%, p "), "{t}");
+        assert!(t.contains("(-9.0% [-12.9, -5.1], p 0.003)"), "{t}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -980,19 +1233,33 @@ mod tests {
             "{v}"
         );
         assert!(v.ends_with(", 3 runs each)"), "{v}");
-        let s = table(&dir, "results/run --arms eevdf,util --sign-test").unwrap();
-        let last = s.lines().last().unwrap_or_default();
         assert!(
-            last.starts_with("Over 2 changes of util against eevdf: ahead at 0, behind at 2 (")
-                && last.ends_with("; sign test p 0.50 (exact, two-sided)."),
-            "{s}"
+            v.contains("behind (p 0.003, 95% CI -12.9% to -5.1%, 3 runs each)"),
+            "{v}"
         );
+        // The fixture's 1-group point is not significant: no margin, so it
+        // says what the interval leaves open and nothing about "level".
+        let v = table(&dir, "results/run --points 1-groups --arms util --verdict").unwrap();
+        assert!(
+            v.contains(": not significant in 3 runs (p ") && v.contains("not excluded"),
+            "{v}"
+        );
+        // A margin that the interval fits in makes it level; one it does
+        // not fit in is said to be not shown.
         let v = table(
             &dir,
-            "results/run --arms eevdf,util --sign-test --verdicts-only",
+            "results/run --points 1-groups --arms util --verdict --margin 5",
         )
         .unwrap();
-        assert_eq!(v.trim_end(), last, "the sentence alone: {v}");
+        assert!(v.contains(": level within ±5.0% (equivalence p "), "{v}");
+        let v = table(
+            &dir,
+            "results/run --points 1-groups --arms util --verdict --margin 0.5",
+        )
+        .unwrap();
+        assert!(v.contains("not shown level within ±0.5%"), "{v}");
+        let e = table(&dir, "results/run --arms util --verdict --margin 0").unwrap_err();
+        assert!(e.to_string().contains("is not a margin"), "{e}");
         let e = table(&dir, "results/run --arms util --verdict").unwrap_err();
         assert!(e.to_string().contains("one point"), "{e}");
         let e = table(&dir, "results/run --arms nope").unwrap_err();
@@ -1022,7 +1289,10 @@ mod tests {
             problems[0].contains(":3: the quote differs"),
             "{problems:?}"
         );
-        assert!(problems[0].contains("(-9.0%) *"), "{problems:?}");
+        assert!(
+            problems[0].contains("(-9.0% [-12.9, -5.1]) *"),
+            "{problems:?}"
+        );
         assert!(
             problems[1].contains(":9: the quote differs"),
             "{problems:?}"
@@ -1074,8 +1344,96 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("| util | 11.66 | (-9.0%) * | 75.0 | 2.0 |"),
+            t.contains("| util | 11.66 | (-9.0% [-12.9, -5.1]) * | 75.0 | 2.0 |"),
             "{t}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn pooled_takes_the_run_as_the_unit_and_names_the_builds() {
+        let dir = tmp("pooled");
+        for (name, shift, build) in [("b", 0.02, ""), ("c", -0.01, "gabc")] {
+            let mut r = results();
+            r.env.commit = build.into();
+            for p in &mut r.points {
+                for s in p.samples.get_mut("util").unwrap() {
+                    *s.values.get_mut("time").unwrap() *= 1.0 + shift;
+                }
+            }
+            std::fs::create_dir_all(dir.join("results").join(name)).unwrap();
+            r.save(&dir.join("results").join(name).join("results.json"))
+                .unwrap();
+        }
+        // Files written before the build was recorded: the scheduler's log.
+        std::fs::write(
+            dir.join("results/b/scheduler.log"),
+            "[INFO] scx_sisutil 0.1.0-g0123456789ab-dirty x86_64-unknown-linux-gnu\n",
+        )
+        .unwrap();
+        let t = table(
+            &dir,
+            "results/run results/b results/c --as A,B,C --arms eevdf,util --pooled",
+        )
+        .unwrap();
+        assert!(t.contains("| run | build | points | util |"), "{t}");
+        assert!(t.contains("| A | unknown | 2 | -5.0% (p 0.03) |"), "{t}");
+        assert!(t.contains("| B | g0123456789ab-dirty | 2 | "), "{t}");
+        assert!(t.contains("| C | gabc | 2 | "), "{t}");
+        assert!(
+            t.contains("Across 3 runs, the run as the unit (Student's t on the runs' mean log ratios, 2 df): util -5.")
+                && t.contains("against eevdf: behind (p "),
+            "{t}"
+        );
+        assert!(
+            t.contains("The runs measured different builds: g0123456789ab-dirty, gabc, unknown."),
+            "{t}"
+        );
+        // One run: its permutation test, about that run alone. Every round
+        // of both points has util slower: of the 64 relabellings only the
+        // identity and its mirror are as extreme.
+        let one = table(
+            &dir,
+            "results/run --arms eevdf,util --pooled --verdicts-only",
+        )
+        .unwrap();
+        assert!(
+            one.starts_with("util against eevdf, the geometric mean change over 2 point(s) of one run: -5.0%, behind in this run (permutation p 0.03"),
+            "{one}"
+        );
+        let e = table(&dir, "results/run --arms util --verdicts-only").unwrap_err();
+        assert!(e.to_string().contains("required arguments"), "{e}");
+        // Files named alike are one run: two of them, four points.
+        let two = table(
+            &dir,
+            "results/run results/b results/c --as A,A,C --arms eevdf,util --pooled",
+        )
+        .unwrap();
+        assert!(
+            two.contains("| A | unknown, g0123456789ab-dirty | 4 | "),
+            "{two}"
+        );
+        assert!(two.contains("Across 2 runs, the run as the unit"), "{two}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_declared_analysis_is_checked_before_and_run_after() {
+        assert!(check_declared("--arms util --pooled").is_ok());
+        let e = check_declared("--arms util --nonsense").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--declare \"--arms util --nonsense\": "),
+            "{e}"
+        );
+        let dir = tmp("declared");
+        let mut r = results();
+        r.method.declared = vec!["--points 16-groups --arms util --verdict".into()];
+        let path = dir.join("results/run/results.json");
+        let s = declared_section(&r, &path);
+        assert!(
+            s.contains("Declared before the run: sisutil-lab table RUN --points 16-groups --arms util --verdict\n11.66 s against 10.70 s, -9.0%: behind (p 0.003"),
+            "{s}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1104,6 +1462,30 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// The folders of results/ that git tracks; all of them outside a git
+    /// checkout.
+    fn kept_folders(root: &Path) -> std::collections::BTreeSet<String> {
+        let tracked = std::process::Command::new("git")
+            .args(["ls-files", "-z", "--", "results"])
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success() && !o.stdout.is_empty());
+        match tracked {
+            Some(o) => String::from_utf8_lossy(&o.stdout)
+                .split('\0')
+                .filter_map(|f| f.strip_prefix("results/")?.split_once('/'))
+                .map(|(dir, _)| dir.to_string())
+                .collect(),
+            None => std::fs::read_dir(root.join("results"))
+                .unwrap()
+                .map(|e| e.unwrap())
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+        }
+    }
+
     /// The guard: every table and verdict the README and docs/ quote is
     /// what its results file gives today, and every results folder they
     /// name exists.
@@ -1130,18 +1512,18 @@ mod tests {
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
         assert!(quotes > 0, "the documents quote no results");
-        // And every folder in results/ is there because a document cites
-        // it (results/README.md, the index, does not count).
+        // And every folder the repository keeps in results/ is there
+        // because a document cites it (results/README.md, the index, does
+        // not count). A user's own runs land in runs/, which git ignores;
+        // one copied into results/ but not committed is the user's
+        // business, not the documents'.
         let cited: std::collections::BTreeSet<String> = docs
             .iter()
             .filter(|d| !d.ends_with("results/README.md"))
             .flat_map(|d| cited_folders(&std::fs::read_to_string(d).unwrap()))
             .collect();
-        let mut uncited: Vec<String> = std::fs::read_dir(root.join("results"))
-            .unwrap()
-            .map(|e| e.unwrap())
-            .filter(|e| e.path().is_dir())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+        let mut uncited: Vec<String> = kept_folders(root)
+            .into_iter()
             .filter(|n| !cited.contains(n))
             .collect();
         uncited.sort();

@@ -76,10 +76,13 @@ pub fn results() -> Results {
         method: Method {
             iterations: 3,
             order: Order::Alternate,
+            order_per_point: true,
             warmup: true,
             settle_s: 2.0,
             alpha: 0.05,
             baseline: "eevdf".into(),
+            margin_pct: None,
+            declared: Vec::new(),
             matrix,
         },
         arms: vec![Arm::parse("eevdf").unwrap(), Arm::parse("util").unwrap()],

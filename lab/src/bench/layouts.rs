@@ -5,6 +5,7 @@
 use super::results::Results;
 use super::stat::{self, Better};
 use super::table::{align, banner, cell, num};
+use super::verdict::margin_of;
 use super::workload::{STREAM_KERNELS, STREAM_PLACEMENT};
 
 /// Per point, "Copy:   189113.11 +-20.1 (0.00 pct)   188490.27 ..." under
@@ -31,6 +32,7 @@ pub fn stream_table(r: &Results, section: &str) -> String {
                         Better::Higher,
                         r.method.alpha,
                         &a.name == base,
+                        margin_of(r, k, &a.name).as_ref(),
                     )
                 });
             }
@@ -147,7 +149,7 @@ mod tests {
             .unwrap();
         // eevdf 100, 101, 102 against util 110, 111, 112: +9.90 pct.
         assert!(copy.contains("101.00 +-1.000 (0.00 pct)"), "{copy}");
-        assert!(copy.contains("(9.90 pct) *"), "{copy}");
+        assert!(copy.contains("(9.90 pct [+7.7, +12.1]) *"), "{copy}");
         assert!(t.contains("Triad:"));
     }
 

@@ -10,7 +10,9 @@ pub mod cite;
 mod fixture;
 mod layouts;
 mod options;
+pub mod order;
 pub mod plot;
+pub mod pooled;
 pub mod rank;
 pub mod report;
 pub mod results;
@@ -19,6 +21,7 @@ pub mod search;
 pub mod stat;
 pub mod study;
 mod table;
+pub mod verdict;
 pub mod workload;
 
 use std::path::Path;
@@ -47,6 +50,7 @@ pub fn replot(path: &Path, out: Option<&Path>) -> Result<()> {
         .ok_or_else(|| anyhow!("no folder for the plots"))?;
     let files = plot::write_all(&r, &dir)?;
     print!("{}", report::text(&r));
+    print!("{}", cite::declared_section(&r, path));
     if files.is_empty() {
         warn!("nothing to plot");
     }

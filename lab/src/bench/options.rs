@@ -105,6 +105,22 @@ pub struct BenchOpts {
     /// Significance level of the t-test
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
+    /// The equivalence margin in % of the base's mean, stated before the
+    /// run: the report calls a change "level" only where two one-sided
+    /// tests put it inside (default: the largest difference between a
+    /// control arm X#TAG and its X over the run's points, where one ran)
+    #[arg(long, value_name = "PCT", value_parser = super::cite::parse_margin)]
+    pub margin: Option<f64>,
+    /// An analysis declared before the run: `sisutil-lab table` options
+    /// (without the run), checked now, recorded in the results file, and
+    /// run on it at the end, e.g. --declare '--arms auto --base util
+    /// --pooled' (repeatable)
+    #[arg(
+        long = "declare",
+        value_name = "TABLE-OPTIONS",
+        allow_hyphen_values = true
+    )]
+    pub declared: Vec<String>,
     /// Give up on a benchmark run after this many seconds
     #[arg(long, default_value_t = 900)]
     pub run_timeout: u64,
@@ -113,7 +129,7 @@ pub struct BenchOpts {
     #[arg(long, allow_hyphen_values = true)]
     pub scheduler_args: Option<String>,
     /// Where to write results.json, report.txt, plots/ and scheduler.log
-    /// (default: results/ab-<date>-<time>)
+    /// (default: runs/ab-<date>-<time>)
     #[arg(long)]
     pub out: Option<PathBuf>,
 }

@@ -5,9 +5,11 @@ use std::fmt::Write as _;
 
 use super::arms::Arm;
 use super::layouts;
+use super::order::{self, Order};
 use super::results::{Results, Sample};
 use super::stat::{self, Better};
 use super::table::{align, banner, cell, num};
+use super::verdict;
 use super::workload::{Family, Metric};
 use sisutil_proto::stats::Metrics;
 
@@ -33,6 +35,7 @@ pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {
                 metric.better,
                 r.method.alpha,
                 &a.name == base,
+                verdict::margin_of(r, &metric.name, &a.name).as_ref(),
             ));
         }
         rows.push(row);
@@ -350,6 +353,69 @@ pub fn shadow_tables_of(r: &Results, section: &str, labels: &[&str]) -> Option<S
     })
 }
 
+/// How the run was made and how its tables are to be read: the order the
+/// arms took, what the marks mean, and the equivalence margins.
+pub fn method_line(r: &Results) -> String {
+    let m = &r.method;
+    let order = match m.order {
+        Order::Alternate => "in alternating order",
+        Order::Balanced => "in a balanced (Williams) order",
+    };
+    let mut s = format!(
+        "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, {order} ({}){}; \
+         pct is the change vs {} with positive = better (lower times and latencies, higher throughputs), \
+         [lo, hi] its {:.0}% confidence interval (Welch); * = significant by Welch's t-test at p < {}",
+        m.iterations,
+        order::balance(m.order, r.arms.len(), m.iterations, m.order_per_point),
+        if m.warmup {
+            ", a warm-up run discarded after every scheduler load or unload"
+        } else {
+            ""
+        },
+        m.baseline,
+        verdict::LEVEL * 100.0,
+        m.alpha
+    );
+    let mut margins: Vec<String> = Vec::new();
+    for name in r
+        .points
+        .iter()
+        .filter_map(|p| p.point.metrics.first())
+        .map(|x| &x.name)
+    {
+        if margins.iter().any(|x| x.starts_with(&format!("{name} "))) {
+            continue;
+        }
+        if let Some(g) = verdict::margin_of(r, name, "") {
+            margins.push(format!("{name} ±{:.1}%", g.pct));
+        }
+    }
+    match (m.margin_pct, margins.is_empty()) {
+        (Some(pct), _) => {
+            let _ = write!(s, "; = = level: inside ±{pct:.1}% (stated before the run) by two one-sided tests at p < {}", m.alpha);
+        }
+        (None, false) => {
+            let (control, twin) = verdict::controls(r).into_iter().next().unwrap_or_default();
+            let _ = write!(
+                s,
+                "; = = level: inside the margin by two one-sided tests at p < {}, the margin being the largest difference between {control} and {twin} (one arm run twice) over the run's points: {}",
+                m.alpha,
+                margins.join(", ")
+            );
+        }
+        (None, true) => s.push_str(
+            "; no margin was stated and no control arm ran, so no change is called level",
+        ),
+    }
+    match r.env.build() {
+        Some(b) => {
+            let _ = write!(s, "; build {b}");
+        }
+        None => s.push_str("; build not recorded"),
+    }
+    s
+}
+
 /// The whole report.
 pub fn text(r: &Results) -> String {
     let mut out = String::new();
@@ -358,7 +424,7 @@ pub fn text(r: &Results) -> String {
         "scx_sisutil A/B: kernel {}, {} ({} CPUs), host {}",
         r.env.kernel, r.env.topology, r.env.cpus, r.env.hostname
     );
-    let _ = writeln!(out, "method: {}", r.method.describe());
+    let _ = writeln!(out, "method: {}", method_line(r));
     if let Some(why) = &r.incomplete {
         let _ = writeln!(out, "INCOMPLETE: {why}");
     }
@@ -582,7 +648,7 @@ mod tests {
         // 16 groups: 10.70 -> 11.66 s is 9 % worse, and significant.
         assert!(lines[5].starts_with("16-groups:"));
         assert!(
-            lines[5].contains("11.66 +-0.152 (-9.00 pct) *"),
+            lines[5].contains("11.66 +-0.152 (-9.00 pct [-12.9, -5.1]) *"),
             "{}",
             lines[5]
         );

@@ -24,23 +24,33 @@ pub struct Env {
     pub scheduler_version: String,
     pub scheduler_args: Vec<String>,
     pub command_line: Vec<String>,
+    /// The commit the lab and the scheduler were built from ("g<sha>"),
+    /// empty where unknown: results files written before it was recorded,
+    /// and builds from outside a git checkout.
+    #[serde(default)]
+    pub commit: String,
+    /// Whether tracked files differed from that commit.
+    #[serde(default)]
+    pub dirty: bool,
 }
 
-/// The order the arms take within each round of a point (one iteration
-/// of all arms).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Order {
-    /// A B C, C B A, A B C...: the arm that ends a round begins the next,
-    /// which saves a scheduler load per round, but the middle arms never
-    /// come first or last
-    #[default]
-    Alternate,
-    /// Williams' Latin square (A B D C, B C A D, ...): over a cycle of n
-    /// rounds (2n for an odd number of arms) every arm takes every place
-    /// equally often and follows every other arm once (twice)
-    Balanced,
+impl Env {
+    /// "g<sha>" or "g<sha>-dirty", as `scx_sisutil --version` prints it.
+    pub fn build(&self) -> Option<String> {
+        (!self.commit.is_empty())
+            .then(|| format!("{}{}", self.commit, if self.dirty { "-dirty" } else { "" }))
+    }
+
+    /// The commit and dirt of a build string such as BUILD_COMMIT.
+    pub fn split_build(build: &str) -> (String, bool) {
+        match build.strip_suffix("-dirty") {
+            Some(c) => (c.to_string(), true),
+            None => (build.to_string(), false),
+        }
+    }
 }
+
+pub use super::order::Order;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Method {
@@ -49,33 +59,25 @@ pub struct Method {
     /// they were all run alternating.
     #[serde(default)]
     pub order: Order,
+    /// Whether each point's rounds start the arms' order afresh; results
+    /// files written before they did have none: their cycle of orders ran
+    /// on across points.
+    #[serde(default)]
+    pub order_per_point: bool,
     pub warmup: bool,
     pub settle_s: f64,
     pub alpha: f64,
     pub baseline: String,
+    /// The equivalence margin, in % of the base's mean, stated before the
+    /// run (`--margin`); without it the report takes one from a control
+    /// arm, where one ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin_pct: Option<f64>,
+    /// The analyses declared before the run: `sisutil-lab table` options,
+    /// run on this results file when the run ends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared: Vec<String>,
     pub matrix: Matrix,
-}
-
-impl Method {
-    pub fn describe(&self) -> String {
-        format!(
-            "mean +- sample stddev of {} iteration(s); arms interleaved in every iteration of every point, {}{}; \
-             pct is the change vs {} with positive = better (lower times and latencies, higher throughputs); \
-             * = significant by Welch's t-test at p < {}",
-            self.iterations,
-            match self.order {
-                Order::Alternate => "in alternating order",
-                Order::Balanced => "in a balanced (Williams) order",
-            },
-            if self.warmup {
-                ", a warm-up run discarded after every scheduler load or unload"
-            } else {
-                ""
-            },
-            self.baseline,
-            self.alpha
-        )
-    }
 }
 
 /// One measured run.

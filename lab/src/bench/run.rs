@@ -16,66 +16,13 @@ use log::{info, warn};
 
 use super::arms::{Arm, ArmKind, Machine, Transition};
 use super::options::BenchOpts;
+use super::order::{self, run_order};
 use super::plot;
 use super::report;
-use super::results::{Env, Method, Order, PointResult, Results, Sample, FORMAT};
+use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
 use super::workload::{self, Family, Matrix, Point};
 use crate::ycsb;
 use sisutil_proto::sysfs;
-
-/// The runs in order, as (point, iteration, arm) indices: at every point
-/// each iteration is a round that runs all arms back to back, so that they
-/// meet the same conditions within seconds. The rounds count on across
-/// points, so a cycle of orders spans them.
-pub fn run_order(
-    points: usize,
-    iterations: u32,
-    arms: usize,
-    order: Order,
-) -> Vec<(usize, u32, usize)> {
-    let mut out = Vec::with_capacity(points * iterations as usize * arms);
-    let mut round = 0usize;
-    for p in 0..points {
-        for it in 0..iterations {
-            let places = match order {
-                Order::Alternate if !round.is_multiple_of(2) => (0..arms).rev().collect(),
-                Order::Alternate => (0..arms).collect(),
-                Order::Balanced => williams_row(arms, round),
-            };
-            out.extend(places.into_iter().map(|a: usize| (p, it, a)));
-            round += 1;
-        }
-    }
-    out
-}
-
-/// Row `round` of a Williams design for `n` arms. An arm's sample can carry
-/// what the arm before it left behind (its scan-cost averages, the page
-/// cache, a server's buffers), and the first and last places of a round can
-/// differ from the middle ones. The first row 0, 1, n-1, 2, n-2, ... shifted
-/// by r (mod n) for r = 0..n gives a Latin square whose rows place every arm
-/// once in every column, and, because the steps between neighbours (1, -2,
-/// 3, -4, ...) are distinct mod n when n is even, put every arm right after
-/// every other once. For odd n the steps repeat, and the mirrored square
-/// added as n more rows makes each ordered pair appear exactly twice.
-fn williams_row(n: usize, round: usize) -> Vec<usize> {
-    if n == 0 {
-        return Vec::new();
-    }
-    let first = (0..n).map(|j| match j {
-        0 => 0,
-        j if !j.is_multiple_of(2) => j.div_ceil(2),
-        j => n - j / 2,
-    });
-    let cycle = if n.is_multiple_of(2) { n } else { 2 * n };
-    let r = round % cycle;
-    let row: Vec<usize> = first.map(|a| (a + r % n) % n).collect();
-    if r < n {
-        row
-    } else {
-        row.into_iter().rev().collect()
-    }
-}
 
 /// "2026-11-30 12:00:00 UTC" for a time since the epoch.
 fn utc(t: SystemTime) -> String {
@@ -476,6 +423,9 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         bail!("--settle-secs must be between 0 and 600");
     }
     let arms = opts.arms()?;
+    for d in &opts.declared {
+        super::cite::check_declared(d)?;
+    }
     let topo = scx_utils::Topology::new().context("cannot read the CPU topology")?;
     let layout = sisutil_proto::topology::Layout::new(&topo)?;
     let cpus = layout.nr_cpus() as u64;
@@ -487,7 +437,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
     let out = opts.out.clone().unwrap_or_else(|| {
         let stamp = utc(SystemTime::now()).replace(['-', ':'], "");
         PathBuf::from(format!(
-            "results/ab-{}",
+            "runs/ab-{}",
             stamp.trim_end_matches(" UTC").replace(' ', "-")
         ))
     });
@@ -513,14 +463,19 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
             scheduler_version: env!("CARGO_PKG_VERSION").into(),
             scheduler_args: sched_args.clone(),
             command_line: std::env::args().collect(),
+            commit: Env::split_build(sisutil_proto::BUILD_COMMIT).0,
+            dirty: Env::split_build(sisutil_proto::BUILD_COMMIT).1,
         },
         method: Method {
             iterations,
             order: opts.order,
+            order_per_point: true,
             warmup: !opts.no_warmup,
             settle_s: opts.settle_secs,
             alpha: opts.alpha,
             baseline: arms[0].name.clone(),
+            margin_pct: opts.margin,
+            declared: opts.declared.clone(),
             matrix: matrix.clone(),
         },
         arms: arms.clone(),
@@ -529,6 +484,15 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         dropped: BTreeMap::new(),
     };
     let points = matrix.points(&exe.display().to_string());
+    let cycle = order::cycle(opts.order, arms.len());
+    if arms.len() > 1 && !(iterations as usize).is_multiple_of(cycle) {
+        warn!(
+            "{iterations} iteration(s) of {} arms in the {:?} order: {} (a multiple of {cycle} balances it)",
+            arms.len(),
+            opts.order,
+            order::balance(opts.order, arms.len(), iterations, true)
+        );
+    }
     info!(
         "A/B: {} point(s) x {iterations} iteration(s) x {} arm(s), results in {}",
         points.len(),
@@ -663,7 +627,8 @@ fn run_matrix(
 fn finish(results: &Results, out: &Path) -> Result<()> {
     results.save(&out.join("results.json"))?;
     report_traces(results, out);
-    let text = report::text(results);
+    let text =
+        report::text(results) + &super::cite::declared_section(results, &out.join("results.json"));
     std::fs::write(out.join("report.txt"), &text).context("cannot write report.txt")?;
     let plots = plot::write_all(results, &out.join("plots"))?;
     // The run is over and saved: a closed stdout must not turn into an
@@ -695,75 +660,6 @@ fn report_traces(results: &Results, out: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arms_alternate_their_order() {
-        let o = run_order(2, 2, 3, Order::Alternate);
-        assert_eq!(o.len(), 12);
-        let arms: Vec<usize> = o.iter().map(|r| r.2).collect();
-        assert_eq!(arms, [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0]);
-        // Every point's iterations in turn, each with all arms.
-        assert!(o[..6].iter().all(|r| r.0 == 0) && o[6..].iter().all(|r| r.0 == 1));
-        assert_eq!(o[3].1, 1);
-        // One arm change fewer per round than a fixed order would make.
-        let changes = o.windows(2).filter(|w| w[0].2 != w[1].2).count();
-        assert_eq!(changes, 4 * 2);
-    }
-
-    /// Over a cycle, every arm in every place, and every ordered pair of
-    /// arms as neighbours within a round, equally often: what makes the
-    /// order balanced, checked for even and odd numbers of arms.
-    #[test]
-    fn balanced_order_places_and_follows_evenly() {
-        for n in 1..=7usize {
-            let cycle = if n.is_multiple_of(2) { n } else { 2 * n };
-            let o = run_order(1, cycle as u32, n, Order::Balanced);
-            let rounds: Vec<Vec<usize>> = o
-                .chunks(n)
-                .map(|c| c.iter().map(|r| r.2).collect())
-                .collect();
-            let mut place = vec![vec![0; n]; n];
-            let mut after = vec![vec![0; n]; n];
-            for row in &rounds {
-                let mut seen = row.clone();
-                seen.sort_unstable();
-                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{n} arms: {row:?}");
-                for (j, &a) in row.iter().enumerate() {
-                    place[a][j] += 1;
-                }
-                for w in row.windows(2) {
-                    after[w[0]][w[1]] += 1;
-                }
-            }
-            let per_place = cycle / n;
-            assert!(
-                place.iter().flatten().all(|&c| c == per_place),
-                "{n} arms: {place:?}"
-            );
-            let per_pair = if n.is_multiple_of(2) { 1 } else { 2 };
-            for (a, row) in after.iter().enumerate() {
-                for (b, &c) in row.iter().enumerate() {
-                    assert_eq!(
-                        c,
-                        if a == b { 0 } else { per_pair },
-                        "{n} arms: {a} before {b}"
-                    );
-                }
-            }
-        }
-        assert_eq!(williams_row(4, 0), [0, 1, 3, 2]);
-        assert_eq!(williams_row(4, 5), [1, 2, 0, 3]);
-    }
-
-    #[test]
-    fn balanced_rounds_count_on_across_points() {
-        // Two points of 3 iterations of 4 arms: the second point picks up
-        // the cycle where the first left it.
-        let o = run_order(2, 3, 4, Order::Balanced);
-        let first_of = |k: usize| o[k * 4].2;
-        assert_eq!((0..6).map(first_of).collect::<Vec<_>>(), [0, 1, 2, 3, 0, 1]);
-        assert!(o[12..].iter().all(|r| r.0 == 1));
-    }
 
     #[test]
     fn utc_dates() {

@@ -41,6 +41,10 @@ pub enum Search {
     AutoUtil,
     /// Wakeups SIS_CURRENT sent to their waker's CPU, in %.
     Current,
+    /// Of the tasks sent to a CPU found idle, the share the kernel handed
+    /// back because something else had taken it (kernels with
+    /// SCX_ENQ_IMMED, runs with the scan statistics).
+    Taken,
     /// BPF's mean run time per call of select_cpu and of running
     /// (`--bpf-stats`).
     SelectNs,
@@ -77,6 +81,7 @@ impl Search {
             Search::MissedWait => "missed wait us",
             Search::AutoUtil => "auto at util %",
             Search::Current => "to waker %",
+            Search::Taken => "found taken %",
             Search::SelectNs => "select_cpu ns",
             Search::RunningNs => "running ns",
         }
@@ -108,6 +113,7 @@ impl Search {
                 m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans,
             ),
             Search::Current => pct(m.current_cut, m.wakeups),
+            Search::Taken => pct(m.found_taken, m.found_placed),
             Search::SelectNs => m.ops.get("select_cpu").map_or(0.0, |o| o.ns_per_call),
             Search::RunningNs => m.ops.get("running").map_or(0.0, |o| o.ns_per_call),
         }
@@ -149,6 +155,7 @@ impl Search {
                 | Search::PullRemote
                 | Search::PullRunning
                 | Search::Current
+                | Search::Taken
                 | Search::SelectNs
                 | Search::RunningNs
         );
@@ -161,6 +168,12 @@ impl Search {
                 .is_some_and(|m| m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans > 0)
         });
         if self == Search::AutoUtil && !adaptive {
+            return None;
+        }
+        let checked = samples
+            .iter()
+            .any(|s| s.stats.as_ref().is_some_and(|m| m.found_checked > 0));
+        if self == Search::Taken && !checked {
             return None;
         }
         if let Some(op) = self.op() {

@@ -1,7 +1,9 @@
 //! The statistics of an A/B comparison: mean, sample standard deviation,
 //! the change against the baseline with the sign that makes positive mean
-//! better, and Welch's t-test for whether a change is significant (the t
-//! distribution's tail from statrs).
+//! better, Welch's t-test for whether a change is significant, its
+//! confidence interval, and two one-sided tests for whether it is smaller
+//! than a margin (Student's t from statrs; no crate carries Welch's
+//! interval or TOST, and each is a line of arithmetic on its quantiles).
 
 use serde::{Deserialize, Serialize};
 
@@ -47,6 +49,109 @@ pub fn change_pct(base: f64, value: f64, better: Better) -> f64 {
 /// degrees of freedom, and the two-sided p-value. `None` when either side
 /// has fewer than two samples or both have no variance.
 pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
+    let (d, se, df) = welch_parts(a, b)?;
+    let t = d / se;
+    Some((t, df, t_two_sided_p(t, df)))
+}
+
+/// A change against the base, in % of the base's mean with the sign that
+/// makes positive better, with its confidence interval and Welch's p.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Change {
+    pub pct: f64,
+    /// The interval's ends, in the same % (lo <= hi).
+    pub lo: f64,
+    pub hi: f64,
+    /// Welch's two-sided p for "no difference".
+    pub p: f64,
+    /// The largest difference, either way, the interval leaves open.
+    pub reach: f64,
+}
+
+/// The change of @vals against @base with a @level (0.95) confidence
+/// interval.
+///
+/// Welch's interval is for the difference of the means, d +- t * se with
+/// se^2 = s_a^2/n_a + s_b^2/n_b and the Welch-Satterthwaite degrees of
+/// freedom. Dividing it by the base's mean puts it in % of the base, as
+/// the tables print changes; that takes the base's mean as exact, which
+/// with 5 runs and a spread of a few % moves the ends by a few hundredths
+/// of the width (Fieller's interval for a ratio would be exact). `None`
+/// where Welch's test is not defined (fewer than two samples a side, or
+/// no spread at all) or the base's mean is 0.
+pub fn change(vals: &[f64], base: &[f64], better: Better, level: f64) -> Option<Change> {
+    let (d, se, df) = welch_parts(vals, base)?;
+    let mb = mean(base);
+    if mb == 0.0 || !mb.is_finite() {
+        return None;
+    }
+    let t = t_quantile(0.5 + level / 2.0, df)?;
+    let sign = match better {
+        Better::Higher => 1.0,
+        Better::Lower => -1.0,
+    };
+    let to_pct = |x: f64| sign * x / mb.abs() * 100.0;
+    let (a, b) = (to_pct(d - t * se), to_pct(d + t * se));
+    let (lo, hi) = (a.min(b), a.max(b));
+    Some(Change {
+        pct: to_pct(d),
+        lo,
+        hi,
+        p: t_two_sided_p(d / se, df),
+        reach: lo.abs().max(hi.abs()),
+    })
+}
+
+/// Two one-sided tests (TOST) of equivalence within +-@margin_pct % of the
+/// base's mean: the larger of the two one-sided Welch p-values, for
+/// "the difference is at most -margin" and "at least +margin". Below alpha
+/// exactly when the (1 - 2 alpha) interval lies inside the margin: the
+/// difference is shown to be smaller than the margin, not merely not shown
+/// to be larger than nothing.
+pub fn equivalence_p(vals: &[f64], base: &[f64], margin_pct: f64) -> Option<f64> {
+    let (d, se, df) = welch_parts(vals, base)?;
+    let m = margin_pct / 100.0 * mean(base).abs();
+    let dist = students_t(df)?;
+    use statrs::distribution::ContinuousCDF;
+    let p_low = dist.sf((d + m) / se);
+    let p_high = dist.cdf((d - m) / se);
+    Some(p_low.max(p_high))
+}
+
+/// The one-sample t statistics of @xs against 0: its mean, the @level
+/// interval's ends and the two-sided p (n - 1 degrees of freedom). `None`
+/// for fewer than two values or no spread.
+pub fn one_sample(xs: &[f64], level: f64) -> Option<(f64, f64, f64, f64)> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let (m, df) = (mean(xs), (xs.len() - 1) as f64);
+    let se = stddev(xs) / (xs.len() as f64).sqrt();
+    if se == 0.0 {
+        return None;
+    }
+    let t = t_quantile(0.5 + level / 2.0, df)?;
+    Some((m, m - t * se, m + t * se, t_two_sided_p(m / se, df)))
+}
+
+/// TOST for a one-sample mean of @xs against +-@margin.
+pub fn one_sample_equivalence_p(xs: &[f64], margin: f64) -> Option<f64> {
+    if xs.len() < 2 {
+        return None;
+    }
+    let (m, df) = (mean(xs), (xs.len() - 1) as f64);
+    let se = stddev(xs) / (xs.len() as f64).sqrt();
+    if se == 0.0 {
+        return None;
+    }
+    use statrs::distribution::ContinuousCDF;
+    let dist = students_t(df)?;
+    Some(dist.sf((m + margin) / se).max(dist.cdf((m - margin) / se)))
+}
+
+/// The difference of the means, its standard error and the
+/// Welch-Satterthwaite degrees of freedom.
+fn welch_parts(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -56,19 +161,18 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<(f64, f64, f64)> {
     if se2 == 0.0 {
         return None;
     }
-    let t = (mean(a) - mean(b)) / se2.sqrt();
     let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-    Some((t, df, t_two_sided_p(t, df)))
+    Some((mean(a) - mean(b), se2.sqrt(), df))
 }
 
-/// The exact two-sided sign test: how likely a split of changes at least
-/// as uneven as @ahead to @behind is when either sign is as likely as the
-/// other (ties are left out). `None` without a change.
-pub fn sign_test(ahead: u64, behind: u64) -> Option<f64> {
-    use statrs::distribution::{Binomial, DiscreteCDF};
-    let n = ahead + behind;
-    let b = Binomial::new(0.5, n).ok().filter(|_| n > 0)?;
-    Some((2.0 * b.cdf(ahead.min(behind))).min(1.0))
+fn students_t(df: f64) -> Option<statrs::distribution::StudentsT> {
+    statrs::distribution::StudentsT::new(0.0, 1.0, df).ok()
+}
+
+/// The @q quantile of Student's t with @df degrees of freedom.
+fn t_quantile(q: f64, df: f64) -> Option<f64> {
+    use statrs::distribution::ContinuousCDF;
+    Some(students_t(df)?.inverse_cdf(q))
 }
 
 /// Whether `a` and `b` differ at significance level `alpha`.
@@ -95,15 +199,6 @@ fn t_two_sided_p(t: f64, df: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sign_test_is_the_binomial_tail() {
-        assert_eq!(sign_test(0, 0), None);
-        assert!((sign_test(0, 2).unwrap() - 0.5).abs() < 1e-12);
-        // 2 * (C(10,0) + C(10,1)) / 2^10
-        assert!((sign_test(9, 1).unwrap() - 22.0 / 1024.0).abs() < 1e-9);
-        assert_eq!(sign_test(5, 5), Some(1.0));
-    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
@@ -177,6 +272,31 @@ mod tests {
             assert!(close(gdf, df, 1e-9), "df {gdf} vs {df}");
             assert!(close(gp, p, 1e-9), "p {gp} vs {p}");
         }
+    }
+
+    #[test]
+    fn intervals_and_equivalence_match_reference_values() {
+        // References from scipy.stats (t.ppf, t.sf, ttest_1samp).
+        let base = [10.7, 10.5, 10.9];
+        let vals = [11.69, 11.5, 11.8];
+        let c = change(&vals, &base, Better::Lower, 0.95).unwrap();
+        assert!(close(c.lo, -12.874_293_743, 1e-6), "{c:?}");
+        assert!(close(c.hi, -5.131_936_786, 1e-6), "{c:?}");
+        assert!(close(c.p, 0.003_397_857_225, 1e-9), "{c:?}");
+        assert!(close(c.reach, 12.874_293_743, 1e-6), "{c:?}");
+        // Higher is better: the same numbers, the interval's sign turned.
+        let h = change(&vals, &base, Better::Higher, 0.95).unwrap();
+        assert!(close(h.lo, 5.131_936_786, 1e-6) && close(h.hi, 12.874_293_743, 1e-6));
+        let base = [100.0, 100.4, 99.6, 100.2, 99.8];
+        let vals = [100.1, 100.5, 99.7, 100.3, 99.9];
+        let p = equivalence_p(&vals, &base, 1.0).unwrap();
+        assert!(close(p, 0.001_001_046_138, 1e-9), "{p}");
+        let (m, lo, hi, p) = one_sample(&[-2.0, 0.5, -1.5, -1.0], 0.95).unwrap();
+        assert!(close(m, -1.0, 1e-12));
+        assert!(close(lo, -2.718_717_441, 1e-6) && close(hi, 0.718_717_441, 1e-6));
+        assert!(close(p, 0.161_161_847_214, 1e-9), "{p}");
+        assert!(one_sample(&[1.0], 0.95).is_none());
+        assert!(change(&[1.0, 1.0], &[1.0, 1.0], Better::Lower, 0.95).is_none());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use super::results::{PointResult, Results};
 use super::search::Search;
 use super::stat;
 use super::table;
+use super::verdict;
 
 /// One shape's runs.
 struct Shape {
@@ -122,14 +123,13 @@ fn section_table(r: &Results, section: &str) -> String {
             let vs = if &a.name == base {
                 "".to_string()
             } else {
-                let change =
-                    stat::change_pct(stat::mean(&base_vals), stat::mean(&vals), metric.better);
-                let star = if stat::significant(&vals, &base_vals, r.method.alpha) {
-                    " *"
-                } else {
-                    ""
-                };
-                format!("{change:+.1}%{star}")
+                table::change_with_ci(
+                    &vals,
+                    &base_vals,
+                    metric.better,
+                    r.method.alpha,
+                    verdict::margin_of(r, &metric.name, &a.name).as_ref(),
+                )
             };
             let mut row = vec![
                 p.point.label.clone(),
@@ -211,7 +211,7 @@ fn shape_section(s: &Shape, plots: &[PathBuf], dir: &Path) -> String {
             "Kernel {}, {} CPUs. {}.\n",
             r.env.kernel,
             r.env.cpus,
-            r.method.describe()
+            super::report::method_line(r)
         );
         if let Some(why) = &r.incomplete {
             let _ = writeln!(out, "**Incomplete run:** {why}\n");
@@ -266,13 +266,13 @@ fn against(p: &PointResult, arm: &str, base: &str, alpha: f64) -> String {
     if arm == base {
         return table::num(m);
     }
-    let change = stat::change_pct(stat::mean(&base_vals), m, metric.better);
-    let star = if stat::significant(&vals, &base_vals, alpha) {
-        " *"
-    } else {
-        ""
+    let change = table::change_with_ci(&vals, &base_vals, metric.better, alpha, None);
+    // The mark after the parenthesis, as the documents' tables put it.
+    let (change, mark) = match change.strip_suffix(" *") {
+        Some(c) => (c, " *"),
+        None => (change.as_str(), ""),
     };
-    format!("{} ({change:+.1}%){star}", table::num(m))
+    format!("{} ({change}){mark}", table::num(m))
 }
 
 /// The review's layout for its NUMA modes: per section, a row per point and,
@@ -299,7 +299,8 @@ fn modes_section(shapes: &[Shape]) -> String {
             out,
             "## {base} across its NUMA modes: SIS_UTIL (util) against SIS_PROP (prop)\n\n\
              Each cell is a mean over the iterations of that mode's own run; util's change is \
-             against prop in the same run (positive = better, `*` = significant). Below each \
+             against prop in the same run (positive = better, in brackets its 95% confidence \
+             interval, `*` = significant). Below each \
              result, the found-rate of the scans (`found %`) that explains it in the review.\n"
         );
         let Some(first) = modes[0].ab.first() else {
@@ -364,7 +365,8 @@ fn modes_section(shapes: &[Shape]) -> String {
 
 const LEGEND: &str =
     "Columns: the leading result (mean ± sample stddev) and its change against the \
-baseline (positive = better, `*` = significant by Welch's t-test); then, from the scheduler's \
+baseline (positive = better), in brackets that change's 95% confidence interval, `*` = significant \
+by Welch's t-test, `=` = level within the run's control margin; then, from the scheduler's \
 counters: `on idle %` of wakeups placed on an idle CPU, `scanned %` of wakeups that reached the \
 LLC scan, `found %` of scans that found an idle CPU when one existed in the LLC, `depth 0 %` of \
 scans the policy allowed no CPU, the mean depth `limit` the policy set and the mean number of \
@@ -476,7 +478,7 @@ mod tests {
         // 10.70 -> 11.66 s: 9 % worse and significant; the counters of the
         // report's fixture: 10 scans, 3 of 4 found, depth 0 in 5, mean
         // limit 2, mean examined 0.4.
-        assert_eq!(cells[4], "-9.0% *", "{row}");
+        assert_eq!(cells[4], "-9.0% [-12.9, -5.1] *", "{row}");
         assert_eq!(&cells[7..11], ["75.0", "50.0", "2.0", "0.4"], "{row}");
         assert!(
             text.contains("| 16-groups | eevdf | 10.70 ±0.200 |  | - |"),
@@ -515,7 +517,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("| 16-groups | 10.70 | 11.66 (-9.0%) * | 10.70 | 11.66 (-9.0%) * |"),
+            text.contains("| 16-groups | 10.70 | 11.66 (-9.0% [-12.9, -5.1]) * | 10.70 | 11.66 (-9.0% [-12.9, -5.1]) * |"),
             "{text}"
         );
         // The found-rate below it: util's counters say 3 of 4; prop's run

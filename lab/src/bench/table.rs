@@ -5,28 +5,59 @@
 use std::fmt::Write as _;
 
 use super::stat::{self, Better};
+use super::verdict::{self, Margin};
 
-/// "4.64 +-0.02 (0.00 pct)" and a "*" when significant.
-pub fn cell(vals: &[f64], base: &[f64], better: Better, alpha: f64, is_base: bool) -> String {
+/// "4.64 +-0.02 (-2.10 pct [-5.3, +1.1])": the mean, its spread, and
+/// the change against the base with its 95 % confidence interval, marked
+/// "*" where significant and "=" where inside @margin.
+pub fn cell(
+    vals: &[f64],
+    base: &[f64],
+    better: Better,
+    alpha: f64,
+    is_base: bool,
+    margin: Option<&Margin>,
+) -> String {
     if vals.is_empty() {
         return "-".into();
     }
     let m = stat::mean(vals);
-    let pct = if is_base {
-        0.0
-    } else {
-        stat::change_pct(stat::mean(base), m, better)
-    };
-    let star = if !is_base && stat::significant(vals, base, alpha) {
-        " *"
-    } else {
-        ""
-    };
-    format!(
-        "{} +-{} ({pct:.2} pct){star}",
-        num(m),
-        num(stat::stddev(vals))
-    )
+    let spread = format!("{} +-{}", num(m), num(stat::stddev(vals)));
+    if is_base {
+        return format!("{spread} (0.00 pct)");
+    }
+    let pct = stat::change_pct(stat::mean(base), m, better);
+    match verdict::judge(vals, base, better, alpha, margin) {
+        Some(j) => format!(
+            "{spread} ({pct:.2} pct [{:+.1}, {:+.1}]){}",
+            j.change.lo,
+            j.change.hi,
+            j.mark()
+        ),
+        None => format!("{spread} ({pct:.2} pct)"),
+    }
+}
+
+/// "-9.0% [-12.9, -5.1] *": a change against the base with its 95 %
+/// confidence interval and its mark (`*` significant, `=` inside
+/// @margin); the change alone where no test is defined.
+pub fn change_with_ci(
+    vals: &[f64],
+    base: &[f64],
+    better: Better,
+    alpha: f64,
+    margin: Option<&Margin>,
+) -> String {
+    let pct = stat::change_pct(stat::mean(base), stat::mean(vals), better);
+    match verdict::judge(vals, base, better, alpha, margin) {
+        Some(j) => format!(
+            "{pct:+.1}% [{:+.1}, {:+.1}]{}",
+            j.change.lo,
+            j.change.hi,
+            j.mark()
+        ),
+        None => format!("{pct:+.1}%"),
+    }
 }
 
 pub fn num(v: f64) -> String {
