@@ -8,7 +8,7 @@ use super::layouts;
 use super::order::{self, Order};
 use super::results::{Results, Sample};
 use super::stat::{self, Better};
-use super::table::{align, banner, cell, num};
+use super::table::{align, banner, cell, change_with_ci, num};
 use super::verdict;
 use super::workload::{Family, Metric};
 use sisutil_proto::stats::Metrics;
@@ -523,7 +523,7 @@ pub fn compare(a: &Results, b: &Results, alpha: f64) -> String {
     );
     let _ = writeln!(
         out,
-        "pct: change from A to B, positive = B better; * = Welch's t-test p < {alpha}"
+        "pct: change from A to B, positive = B better, [lo, hi] its 95% confidence interval; * = Welch's t-test p < {alpha}"
     );
     if a.env.topology != b.env.topology || a.env.kernel != b.env.kernel {
         let _ = writeln!(out, "note: the two runs differ in kernel or topology");
@@ -557,17 +557,11 @@ pub fn compare(a: &Results, b: &Results, alpha: f64) -> String {
                 if va.is_empty() || vb.is_empty() {
                     continue;
                 }
-                let pct = stat::change_pct(stat::mean(&va), stat::mean(&vb), metric.better);
-                let star = if stat::significant(&va, &vb, alpha) {
-                    " *"
-                } else {
-                    ""
-                };
                 rows.push(vec![
                     arm.name.clone(),
                     format!("{} +-{}", num(stat::mean(&va)), num(stat::stddev(&va))),
                     format!("{} +-{}", num(stat::mean(&vb)), num(stat::stddev(&vb))),
-                    format!("{pct:.2}{star}"),
+                    change_with_ci(&vb, &va, metric.better, alpha, None),
                 ]);
             }
             if rows.len() > 1 {
@@ -815,7 +809,7 @@ mod tests {
             .skip_while(|l| !l.contains("16-groups"))
             .find(|l| l.trim_start().starts_with("util"))
             .unwrap();
-        assert!(row.contains("8.57 *"), "{row}");
+        assert!(row.contains("+8.6% [+5.6, +11.5] *"), "{row}");
         assert!(!t.contains("differ in kernel"));
     }
 
