@@ -5,10 +5,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 
-use crate::control::{Change, Status};
-use crate::policy::Policy;
-use crate::sched::Settings;
-use sisutil_proto::policy::Shadow;
+use crate::config::Config;
+use sisutil_proto::control::Settings;
+use sisutil_proto::policy::{Policy, Shadow};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -235,39 +234,17 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 impl RunOpts {
-    pub fn settings(&self) -> Result<Settings, String> {
-        // The settings a run may change are checked as a change at run
-        // time is, from the defaults; what only a start sets, here.
-        let start = Change {
-            policy: Some(self.policy),
-            shadow: Some(self.shadow.clone()),
-            small_llc: Some(self.small_llc),
-            sis_cache: Some(self.sis_cache),
-            sis_current: Some(self.sis_current),
-            trace: None,
-            reset: false,
-        };
-        let defaults = Status {
-            policy: Policy::Util,
-            shadow: Shadow::off(),
-            small_llc: 0,
-            sis_cache: false,
-            sis_current: false,
-            switches: 0,
-            trace: None,
-        };
-        start
-            .apply_to(&defaults)
-            .map_err(|e| format!("--policy/--shadow: {e}"))?;
-        if !self.shadow.is_empty() && self.no_scan_stats {
-            return Err("--shadow needs the scan statistics (drop --no-scan-stats)".into());
-        }
-        Ok(Settings {
-            policy: self.policy,
-            shadow: self.shadow.clone(),
-            small_llc: self.small_llc,
-            sis_cache: self.sis_cache,
-            sis_current: self.sis_current,
+    /// The run's configuration, checked: what a start refuses is what a
+    /// switch would refuse.
+    pub fn config(&self) -> Result<Config, String> {
+        let config = Config {
+            settings: Settings {
+                policy: self.policy,
+                shadow: self.shadow.clone(),
+                small_llc: self.small_llc,
+                sis_cache: self.sis_cache,
+                sis_current: self.sis_current,
+            },
             migration_cost: self.migration_cost_us.map(Duration::from_micros),
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
@@ -277,7 +254,9 @@ impl RunOpts {
             verbose: self.verbose,
             exit_dump_len: self.exit_dump_len,
             libbpf: self.libbpf.clone(),
-        })
+        };
+        config.admits(&config.settings)?;
+        Ok(config)
     }
 }
 
@@ -292,8 +271,8 @@ mod tests {
     #[test]
     fn defaults() {
         let o = parse(&[]).unwrap();
-        let s = o.run.settings().unwrap();
-        assert_eq!(s.policy, Policy::Util);
+        let s = o.run.config().unwrap();
+        assert_eq!(s.settings.policy, Policy::Util);
         assert_eq!(s.interval, Duration::from_millis(16));
         assert!(s.scan_stats);
         assert!(o.cmd.is_none());
@@ -326,20 +305,21 @@ mod tests {
     fn inconsistent_settings_are_refused() {
         assert!(parse(&["--shadow", "builtin"]).is_err());
         let o = parse(&["--shadow", "prop", "--no-scan-stats"]).unwrap();
-        assert!(o.run.settings().is_err());
+        assert!(o.run.config().is_err());
         let o = parse(&["--shadow", "prop", "--small-llc", "16"]).unwrap();
-        assert!(o.run.settings().is_ok());
+        assert!(o.run.config().is_ok());
         // A rule beside itself keeps its own state: allowed.
         let o = parse(&["--policy", "prop", "--shadow", "prop,full"]).unwrap();
-        let s = o.run.settings().unwrap();
-        assert_eq!(s.shadow.to_string(), "prop,full");
+        let s = o.run.config().unwrap();
+        assert_eq!(s.settings.shadow.to_string(), "prop,full");
         let o = parse(&["--shadow", "all"]).unwrap();
-        assert_eq!(o.run.settings().unwrap().shadow, Shadow::all());
+        assert_eq!(o.run.config().unwrap().settings.shadow, Shadow::all());
         assert!(parse(&[])
             .unwrap()
             .run
-            .settings()
+            .config()
             .unwrap()
+            .settings
             .shadow
             .is_empty());
     }
@@ -379,8 +359,9 @@ mod tests {
             parse(&["--sis-current"])
                 .unwrap()
                 .run
-                .settings()
+                .config()
                 .unwrap()
+                .settings
                 .sis_current
         );
         let o = parse(&["set", "policy", "prop"]).unwrap();

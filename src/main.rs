@@ -7,6 +7,7 @@ mod auto;
 mod bpf_intf;
 mod bpf_skel;
 mod cli;
+mod config;
 mod op_time;
 mod policy;
 mod sched;
@@ -16,7 +17,7 @@ mod stats;
 mod trace;
 mod utilisation;
 
-use sisutil_proto::{control, monitor, sysfs, topology};
+use sisutil_proto::{control, monitor, sysfs};
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -219,7 +220,7 @@ fn monitor(secs: f64, json: bool) -> Result<()> {
 }
 
 fn run_scheduler(opts: &RunOpts) -> Result<()> {
-    let settings = opts.settings().map_err(|e| anyhow!(e))?;
+    let config = opts.config().map_err(|e| anyhow!(e))?;
     sched::preflight()?;
     let shutdown = shutdown_flag()?;
     let mut printer = opts.stats.map(|secs| (secs, opts.json));
@@ -227,7 +228,7 @@ fn run_scheduler(opts: &RunOpts) -> Result<()> {
 
     let mut open_object = MaybeUninit::uninit();
     loop {
-        let mut sched = sched::Scheduler::init(&settings, &mut open_object)?;
+        let mut sched = sched::Scheduler::init(&config, &mut open_object)?;
         watcher.watch()?;
         // The printer is a client of the stats server, which now exists.
         if let Some((secs, json)) = printer.take() {

@@ -6,7 +6,7 @@
 //! compiled for the host by build.rs.
 
 use crate::bpf_intf;
-pub use sisutil_proto::policy::{Policy, Shadow};
+pub use sisutil_proto::policy::Policy;
 
 /// imbalance_pct of the kernel's LLC (MC) domain.
 pub const LLC_IMBALANCE_PCT: u64 = 117;

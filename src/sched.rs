@@ -21,42 +21,22 @@ use scx_utils::{Topology, UserExitInfo};
 use crate::auto::Auto;
 use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
-use crate::control::Status;
-use crate::control::TraceCmd;
+use crate::config::Config;
 use crate::op_time::{self, OpTime};
-use crate::policy::{self, Policy, Shadow};
+use crate::policy::{self, Policy};
 use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
-use crate::sysfs;
-use crate::topology::{self, Layout, Span};
 use crate::trace::{self, Tracer};
 use crate::utilisation::{self, Tracker};
+use sisutil_proto::control::{Change, Settings, Status, TraceCmd};
+use sisutil_proto::sysfs;
+use sisutil_proto::topology::{self, Layout, Span};
 
 const ACTIVE: usize = bpf_intf::sisu_book_SISU_BOOK_ACTIVE as usize;
 const SHADOW: usize = bpf_intf::sisu_book_SISU_BOOK_SHADOW as usize;
 
 /// The longest a stats or control request waits for the loop to wake.
 const SERVE_EVERY: Duration = Duration::from_millis(50);
-
-/// What the scheduler is started with.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub policy: Policy,
-    pub shadow: Shadow,
-    pub small_llc: u32,
-    pub sis_cache: bool,
-    pub sis_current: bool,
-    /// SIS_CACHE's and SIS_CURRENT's short, if not the kernel's.
-    pub migration_cost: Option<Duration>,
-    pub interval: Duration,
-    pub slice: Duration,
-    pub scan_stats: bool,
-    pub wake_affine: bool,
-    pub bpf_stats: bool,
-    pub verbose: bool,
-    pub exit_dump_len: u32,
-    pub libbpf: scx_utils::libbpf_clap_opts::LibbpfOpts,
-}
 
 /// The version as the scx schedulers print it: semver, the git commit the
 /// build came from (if it came from a git checkout), and the target.
@@ -139,6 +119,8 @@ pub struct Scheduler<'a> {
     handback: bool,
     counting_since: Instant,
     interval: Duration,
+    /// What the run started with, against which every switch is checked.
+    config: Config,
     server: Server,
     /// The adaptive rule's state, while it is the policy.
     auto: Auto,
@@ -147,7 +129,7 @@ pub struct Scheduler<'a> {
 }
 
 impl<'a> Scheduler<'a> {
-    pub fn init(s: &Settings, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
+    pub fn init(s: &Config, open_object: &'a mut MaybeUninit<OpenObject>) -> Result<Self> {
         let bpf_stats = if s.bpf_stats {
             Some(op_time::enable()?)
         } else {
@@ -195,15 +177,10 @@ impl<'a> Scheduler<'a> {
             op_time::describe_verified(&op_time::verified_insns(skel.object()))
         );
         let status = Status {
-            policy: s.policy,
-            shadow: s.shadow.clone(),
-            small_llc: s.small_llc,
-            sis_cache: s.sis_cache,
-            sis_current: s.sis_current,
-            switches: 0,
-            trace: None,
+            settings: s.settings.clone(),
+            ..Status::default()
         };
-        write_cfg(&mut skel, &status, 1)?;
+        write_cfg(&mut skel, &status.settings, 1)?;
         let link = scx_ops_attach!(skel, sisutil_ops)?;
         let tracer = Tracer::new(&layout);
 
@@ -227,6 +204,7 @@ impl<'a> Scheduler<'a> {
                 && compat::read_enum("scx_enq_flags", "SCX_ENQ_IMMED").unwrap_or(0) != 0,
             counting_since: Instant::now(),
             interval: s.interval,
+            config: s.clone(),
             server,
             auto: Auto::default(),
             tracer,
@@ -335,7 +313,7 @@ impl<'a> Scheduler<'a> {
         let Some(bss) = self.skel.maps.bss_data.as_deref() else {
             return;
         };
-        let auto = self.status.policy == Policy::Auto;
+        let auto = self.status.settings.policy == Policy::Auto;
         let rows: Vec<(usize, f64, u32, &str)> = self
             .layout
             .llcs
@@ -403,7 +381,7 @@ impl<'a> Scheduler<'a> {
     /// every LLC's choice from what was measured meanwhile (auto.rs), and
     /// how often it judges scans there, published to BPF.
     fn choose_rules(&mut self) {
-        if self.status.policy != Policy::Auto || !self.auto.due() {
+        if self.status.settings.policy != Policy::Auto || !self.auto.due() {
             return;
         }
         let counters = match self.llc_scans() {
@@ -425,7 +403,7 @@ impl<'a> Scheduler<'a> {
     /// Applies a run-time change; the BPF side sees it at its next wakeup.
     /// A trace request starts or stops the trace alone; every reply
     /// carries the trace's state.
-    fn apply(&mut self, change: &crate::control::Change) -> Result<Status, String> {
+    fn apply(&mut self, change: &Change) -> Result<Status, String> {
         if let Some(cmd) = &change.trace {
             self.trace_cmd(cmd)?;
             let mut status = self.status.clone();
@@ -433,15 +411,16 @@ impl<'a> Scheduler<'a> {
             return Ok(status);
         }
         let next = change.apply_to(&self.status)?;
+        self.config.admits(&next.settings)?;
         if next != self.status {
             // A new epoch restarts SIS_PROP's per-CPU state, and the
             // adaptive rule starts over from util.
-            if next.policy != self.status.policy {
+            if next.settings.policy != self.status.settings.policy {
                 self.auto.reset();
                 self.reset_auto_rules();
             }
             let epoch = next.switches as u32 + 1;
-            write_cfg(&mut self.skel, &next, epoch).map_err(|e| format!("{e:#}"))?;
+            write_cfg(&mut self.skel, &next.settings, epoch).map_err(|e| format!("{e:#}"))?;
             info!("switched: {} -> {next}", self.status);
         }
         if next != self.status || change.reset {
@@ -507,12 +486,13 @@ impl<'a> Scheduler<'a> {
     }
 
     fn metrics(&self) -> Result<Metrics> {
-        let p = self.status.policy;
+        let p = self.status.settings.policy;
         let base = &self.baseline[p.to_bpf() as usize];
         let counters = self.counters(p)?.since(base);
         let llc_scans = self.llc_scans()?;
         let rules = self
             .status
+            .settings
             .shadow
             .rules()
             .iter()
@@ -523,13 +503,13 @@ impl<'a> Scheduler<'a> {
             .collect::<Result<Vec<_>>>()?;
         let ctx = stats::Context {
             policy: p.to_string(),
-            small_llc: self.status.small_llc as u64,
+            small_llc: self.status.settings.small_llc as u64,
             switches: self.status.switches,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
             handback: self.handback,
-            sis_cache: self.status.sis_cache,
-            sis_current: self.status.sis_current,
+            sis_cache: self.status.settings.sis_cache,
+            sis_current: self.status.settings.sis_current,
             llcs: self.llc_metrics(&llc_scans),
             ops: op_time::OPS
                 .iter()
@@ -560,7 +540,7 @@ impl<'a> Scheduler<'a> {
                     .auto
                     .llcs
                     .get(i)
-                    .filter(|_| self.status.policy == Policy::Auto);
+                    .filter(|_| self.status.settings.policy == Policy::Auto);
                 let width = llc.cpus.len() as u64;
                 let rec = &bss.llcs[i];
                 let mean = |f: fn(&crate::bpf_skel::types::sisu_cpu_ctx) -> u64| {
@@ -671,11 +651,7 @@ fn migration_cost_ns() -> u64 {
 }
 
 /// Hands BPF the topology and the load-time settings.
-fn publish_topology(
-    skel: &mut crate::bpf_skel::OpenBpfSkel,
-    l: &Layout,
-    s: &Settings,
-) -> Result<()> {
+fn publish_topology(skel: &mut crate::bpf_skel::OpenBpfSkel, l: &Layout, s: &Config) -> Result<()> {
     let rodata = skel
         .maps
         .rodata_data
@@ -761,7 +737,7 @@ fn publish_topology(
     Ok(())
 }
 
-fn write_cfg(skel: &mut BpfSkel, st: &Status, epoch: u32) -> Result<()> {
+fn write_cfg(skel: &mut BpfSkel, st: &Settings, epoch: u32) -> Result<()> {
     let data = skel
         .maps
         .data_data

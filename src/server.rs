@@ -41,8 +41,8 @@ use log::warn;
 use scx_stats::prelude::*;
 use serde_json::{json, Value};
 
-use crate::control::{self, Change, Status};
 use crate::stats::Metrics;
+use sisutil_proto::control::{self, Change, Status};
 
 /// A request from the socket's threads for the scheduler's loop, with
 /// the channel its own kind of answer goes back on.
@@ -364,11 +364,10 @@ mod tests {
                     Job::Control(c, tx) => {
                         let _ = tx.send(c.policy.ok_or("nothing to change".into()).map(|p| {
                             control::Status {
-                                policy: p,
-                                shadow: Default::default(),
-                                small_llc: 0,
-                                sis_cache: false,
-                                sis_current: false,
+                                settings: control::Settings {
+                                    policy: p,
+                                    ..Default::default()
+                                },
                                 switches: 1,
                                 trace: None,
                             }
@@ -400,7 +399,7 @@ mod tests {
             ..Default::default()
         };
         let st: control::Status = c.request(control::REQUEST, change.to_args()).unwrap();
-        assert_eq!(st.policy, crate::policy::Policy::Prop);
+        assert_eq!(st.settings.policy, crate::policy::Policy::Prop);
         let refused = c.request::<Value>(control::REQUEST, Change::default().to_args());
         let err = refused.unwrap_err();
         assert!(err.downcast_ref::<StatsErrno>().is_some(), "{err:#}");

@@ -24,10 +24,10 @@ use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 use log::{info, warn};
 
 use crate::bpf_intf::{self, sisu_trace_rec};
-use crate::control::{TraceStart, TraceState};
 use crate::policy::Policy;
 use crate::stats::WAIT_KINDS;
-use crate::topology::Layout;
+use sisutil_proto::control::{TraceStart, TraceState};
+use sisutil_proto::topology::Layout;
 use sisutil_proto::trace::{self, LlcSample, Wakeup};
 
 /// The ring buffer's size: BPF's map, set before load.

@@ -76,11 +76,14 @@ pub struct TraceState {
     pub ended: Option<String>,
 }
 
-/// The instance's settings after a request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Status {
+/// What the running scheduler may change without a reload: the one type
+/// these settings have from the command line, through a run-time change,
+/// to the configuration BPF reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
     pub policy: Policy,
     pub shadow: Shadow,
+    /// util: scan the whole of an LLC with at most this many CPUs; 0 = off.
     pub small_llc: u32,
     /// Status records from before SIS_CACHE read as off.
     #[serde(default)]
@@ -88,14 +91,26 @@ pub struct Status {
     /// ... and from before SIS_CURRENT.
     #[serde(default)]
     pub sis_current: bool,
-    pub switches: u64,
-    /// The trace, in a reply to a trace request; never part of the
-    /// settings a switch compares.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<TraceState>,
 }
 
-impl std::fmt::Display for Status {
+/// The widest LLC the small-LLC rule can name: the topology's limit.
+pub const SMALL_LLC_MAX: u32 = 1024;
+
+impl Settings {
+    /// Why these settings cannot run, if they cannot: the one check a
+    /// start and a run-time change both pass.
+    pub fn check(&self) -> Result<(), String> {
+        if self.small_llc > SMALL_LLC_MAX {
+            return Err(format!(
+                "small-llc {} is wider than any LLC (at most {SMALL_LLC_MAX})",
+                self.small_llc
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "policy {}", self.policy)?;
         if self.shadow.is_empty() {
@@ -113,7 +128,29 @@ impl std::fmt::Display for Status {
         if self.sis_current {
             write!(f, ", sis-current on")?;
         }
-        write!(f, " ({} switch(es) since start)", self.switches)
+        Ok(())
+    }
+}
+
+/// The instance's settings after a request.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    #[serde(flatten)]
+    pub settings: Settings,
+    pub switches: u64,
+    /// The trace, in a reply to a trace request; never part of the
+    /// settings a switch compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceState>,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({} switch(es) since start)",
+            self.settings, self.switches
+        )
     }
 }
 
@@ -193,8 +230,9 @@ impl Change {
         Ok(c)
     }
 
-    /// The settings this change leads to from `cur`, or why it cannot.
-    pub fn apply_to(&self, cur: &Status) -> Result<Status, String> {
+    /// The settings this change leads to from `cur`, or why they cannot
+    /// run.
+    pub fn apply(&self, cur: &Settings) -> Result<Settings, String> {
         let mut next = cur.clone();
         if let Some(p) = self.policy {
             next.policy = p;
@@ -214,10 +252,20 @@ impl Change {
         if let Some(on) = self.sis_current {
             next.sis_current = on;
         }
-        if next != *cur {
-            next.switches += 1;
-        }
+        next.check()?;
         Ok(next)
+    }
+
+    /// The status this change leads to from `cur`: its settings, and one
+    /// switch more where they changed.
+    pub fn apply_to(&self, cur: &Status) -> Result<Status, String> {
+        let settings = self.apply(&cur.settings)?;
+        let switched = settings != cur.settings;
+        Ok(Status {
+            switches: cur.switches + u64::from(switched),
+            settings,
+            trace: cur.trace.clone(),
+        })
     }
 }
 
@@ -263,15 +311,7 @@ mod tests {
     use super::*;
 
     fn status() -> Status {
-        Status {
-            policy: Policy::Util,
-            shadow: Shadow::off(),
-            small_llc: 0,
-            sis_cache: false,
-            sis_current: false,
-            switches: 0,
-            trace: None,
-        }
+        Status::default()
     }
 
     #[test]
@@ -336,7 +376,7 @@ mod tests {
         }
         .apply_to(&cur)
         .unwrap();
-        assert_eq!(next.policy, Policy::Prop);
+        assert_eq!(next.settings.policy, Policy::Prop);
         assert_eq!(next.switches, 1);
 
         let same = Change {
@@ -351,7 +391,10 @@ mod tests {
             ..Default::default()
         };
         let next = own_shadow.apply_to(&cur).unwrap();
-        assert_eq!((next.shadow.to_string(), next.switches), ("util".into(), 1));
+        assert_eq!(
+            (next.settings.shadow.to_string(), next.switches),
+            ("util".into(), 1)
+        );
         let status = serde_json::to_string(&next).unwrap();
         assert_eq!(serde_json::from_str::<Status>(&status).unwrap(), next);
 
@@ -362,12 +405,17 @@ mod tests {
         }
         .apply_to(&cur)
         .unwrap();
-        assert!(cache.sis_cache && cache.switches == 1);
+        assert!(cache.settings.sis_cache && cache.switches == 1);
         assert!(cache.to_string().contains("sis-cache on"), "{cache}");
         // A status saved before SIS_CACHE reads as off.
         let mut old = serde_json::to_value(&cache).unwrap();
         old.as_object_mut().unwrap().remove("sis_cache");
-        assert!(!serde_json::from_value::<Status>(old).unwrap().sis_cache);
+        assert!(
+            !serde_json::from_value::<Status>(old)
+                .unwrap()
+                .settings
+                .sis_cache
+        );
 
         // So does SIS_CURRENT.
         let current = Change {
@@ -376,7 +424,17 @@ mod tests {
         }
         .apply_to(&cur)
         .unwrap();
-        assert!(current.sis_current && current.switches == 1);
+        assert!(current.settings.sis_current && current.switches == 1);
         assert!(current.to_string().contains("sis-current on"), "{current}");
+
+        // What no LLC can be is refused, from the socket as from a start.
+        let wide = Change {
+            small_llc: Some(SMALL_LLC_MAX + 1),
+            ..Default::default()
+        };
+        assert!(wide
+            .apply_to(&cur)
+            .unwrap_err()
+            .contains("wider than any LLC"));
     }
 }

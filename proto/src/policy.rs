@@ -73,6 +73,14 @@ rules! {
         "Per LLC, util, prop or full: whichever the shadow measures to pay best";
 }
 
+/// SIS_UTIL, the kernel's rule since 6.0, is the one a start without
+/// --policy runs.
+impl Default for Policy {
+    fn default() -> Self {
+        Policy::Util
+    }
+}
+
 impl Policy {
     pub fn from_bpf(v: u32) -> Option<Self> {
         Self::ALL.iter().copied().find(|p| p.to_bpf() == v)
