@@ -4,20 +4,30 @@ fn main() {
     // main.bpf.c, which defines the maps, must come before every file that
     // declares one extern: libbpf 1.7's linker otherwise keeps the extern's
     // placeholder offset in the .maps section and the skeleton cannot open
-    // the object (the build fails, it does not misbehave). The concern
-    // files' names sort after main.
-    scx_cargo::BpfBuilder::new()
-        .unwrap()
-        .enable_intf("src/bpf/intf.h", "bpf_intf.rs")
-        .enable_skel("src/bpf/main.bpf.c", "bpf")
-        .add_source("src/bpf/placement.bpf.c")
-        .add_source("src/bpf/migration.bpf.c")
-        .add_source("src/bpf/vtime.bpf.c")
-        .add_source("src/bpf/sis_cache.bpf.c")
-        .add_source("src/bpf/sis_current.bpf.c")
-        .add_source("src/bpf/trace.bpf.c")
-        .compile_link_gen()
-        .unwrap();
+    // the object. So a concern file's name must sort after main's, which
+    // the build checks rather than leaves to whoever names the next one.
+    const MAIN: &str = "main.bpf.c";
+    const CONCERNS: [&str; 6] = [
+        "placement.bpf.c",
+        "migration.bpf.c",
+        "vtime.bpf.c",
+        "sis_cache.bpf.c",
+        "sis_current.bpf.c",
+        "trace.bpf.c",
+    ];
+    for f in CONCERNS {
+        assert!(
+            f > MAIN,
+            "src/bpf/{f} sorts before {MAIN}, which BpfBuilder must link first: rename it"
+        );
+    }
+    let mut bpf = scx_cargo::BpfBuilder::new().unwrap();
+    bpf.enable_intf("src/bpf/intf.h", "bpf_intf.rs")
+        .enable_skel(&format!("src/bpf/{MAIN}"), "bpf");
+    for f in CONCERNS {
+        bpf.add_source(&format!("src/bpf/{f}"));
+    }
+    bpf.compile_link_gen().unwrap();
 
     // The rules' pure arithmetic (SIS_PROP's, SIS_CURRENT's decision, the
     // wait histogram's slots), compiled for the host as well so that the

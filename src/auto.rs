@@ -54,17 +54,13 @@
 //! enough that the choice follows the load within a second or two.
 //!
 //! Measuring must cost little beside what it can save, or the rule loses
-//! even where it chooses what the others would: it lost to util and prop
-//! by a few percent on STREAM and YCSB when it judged one scan in 8 (and
-//! nearly every scan where they were rare) and read its counters every
-//! interval, and came level with prop once it measured as below
-//! (docs/study.md). So the walk judges one scan of an LLC in 2^shift, at
-//! random, with the shift set per LLC so that the sums hold between
-//! TARGET_JUDGED and twice that many judged scans whatever the LLC's scan
-//! rate (sample_shift()): a mean over n judged scans is off by at most
-//! about sqrt(P (1 - P) / n), 4 points of found-rate at n = TARGET_JUDGED,
-//! against the tens of points between the candidates where the choice
-//! matters. Where a find saves nothing (S <= 0), every gain
+//! even where it chooses what the others would. So the walk judges one
+//! scan of an LLC in 2^shift, at random, with the shift set per LLC so
+//! that the sums hold between TARGET_JUDGED and twice that many judged
+//! scans whatever the LLC's scan rate (sample_shift()): a found-rate from
+//! n judged scans has a standard error of sqrt(P (1 - P) / n), at most 4.4
+//! points at n = TARGET_JUDGED, against the tens of points between the
+//! candidates where the choice matters. Where a find saves nothing (S <= 0), every gain
 //! G_r = -(|S| P_r + 2 c E_r) falls with every find and every CPU
 //! examined: full, which walks the same order at least as far as each of
 //! the others, cannot lead, and what is left to tell is which of util and

@@ -17,7 +17,7 @@ mod stats;
 mod trace;
 mod utilisation;
 
-use sisutil_proto::{control, monitor, sysfs};
+use sisutil_proto::{console, control, monitor, sysfs};
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use clap::error::ErrorKind;
 use clap::Parser;
 use log::{info, warn};
 
@@ -36,9 +35,9 @@ use control::Change;
 fn main() -> ExitCode {
     let opts = match Opts::try_parse() {
         Ok(opts) => opts,
-        Err(e) => return usage_error(e),
+        Err(e) => return console::usage_error("scx_sisutil", e),
     };
-    init_logging(opts.run.verbose);
+    console::init_logging(opts.run.verbose);
     if is_client(&opts) {
         // Like any command-line tool, end quietly when the reader of its
         // output goes away (`scx_sisutil stats | head`). The scheduler and
@@ -61,45 +60,6 @@ fn is_client(opts: &Opts) -> bool {
         Some(Cmd::WatchSocket) => false,
         Some(_) => true,
     }
-}
-
-/// clap's multi-line errors, folded into one line (help and version are
-/// printed as they are).
-fn usage_error(e: clap::Error) -> ExitCode {
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let _ = e.print();
-        return ExitCode::SUCCESS;
-    }
-    let text = e.to_string();
-    let body = text
-        .split("\n\nUsage:")
-        .next()
-        .and_then(|t| t.split("\n\nFor more information").next())
-        .unwrap_or(&text);
-    let line = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    eprintln!("scx_sisutil: {}", line.trim_start_matches("error: "));
-    ExitCode::from(2)
-}
-
-fn init_logging(verbose: bool) {
-    let level = if verbose {
-        simplelog::LevelFilter::Debug
-    } else {
-        simplelog::LevelFilter::Info
-    };
-    let config = simplelog::ConfigBuilder::new()
-        .set_time_level(simplelog::LevelFilter::Off)
-        .set_target_level(simplelog::LevelFilter::Off)
-        .set_thread_level(simplelog::LevelFilter::Off)
-        .set_location_level(simplelog::LevelFilter::Off)
-        .build();
-    // A second logger cannot exist; nothing to do if one does.
-    let _ = simplelog::TermLogger::init(
-        level,
-        config,
-        simplelog::TerminalMode::Stderr,
-        simplelog::ColorChoice::Never,
-    );
 }
 
 fn run(opts: Opts) -> Result<()> {

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
+use sisutil_proto::console;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -100,9 +100,9 @@ enum Cmd {
 fn main() -> ExitCode {
     let opts = match Opts::try_parse() {
         Ok(opts) => opts,
-        Err(e) => return usage_error(e),
+        Err(e) => return console::usage_error("sisutil-lab", e),
     };
-    init_logging(opts.verbose);
+    console::init_logging(opts.verbose);
     if !matches!(opts.cmd, Cmd::Bench(_)) {
         // Like any command-line tool, end quietly when the reader of its
         // output goes away (`sisutil-lab plot F | head`). The harness keeps
@@ -117,45 +117,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// clap's multi-line errors, folded into one line (help and version are
-/// printed as they are).
-fn usage_error(e: clap::Error) -> ExitCode {
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-        let _ = e.print();
-        return ExitCode::SUCCESS;
-    }
-    let text = e.to_string();
-    let body = text
-        .split("\n\nUsage:")
-        .next()
-        .and_then(|t| t.split("\n\nFor more information").next())
-        .unwrap_or(&text);
-    let line = body.split_whitespace().collect::<Vec<_>>().join(" ");
-    eprintln!("sisutil-lab: {}", line.trim_start_matches("error: "));
-    ExitCode::from(2)
-}
-
-fn init_logging(verbose: bool) {
-    let level = if verbose {
-        simplelog::LevelFilter::Debug
-    } else {
-        simplelog::LevelFilter::Info
-    };
-    let config = simplelog::ConfigBuilder::new()
-        .set_time_level(simplelog::LevelFilter::Off)
-        .set_target_level(simplelog::LevelFilter::Off)
-        .set_thread_level(simplelog::LevelFilter::Off)
-        .set_location_level(simplelog::LevelFilter::Off)
-        .build();
-    // A second logger cannot exist; nothing to do if one does.
-    let _ = simplelog::TermLogger::init(
-        level,
-        config,
-        simplelog::TerminalMode::Stderr,
-        simplelog::ColorChoice::Never,
-    );
 }
 
 fn run(cmd: Cmd) -> Result<()> {

@@ -7,6 +7,7 @@
 /// differed from it), empty when it was not built from a git checkout.
 pub const BUILD_COMMIT: &str = env!("SISUTIL_GIT_VERSION");
 
+pub mod console;
 pub mod control;
 pub mod intf;
 pub mod monitor;

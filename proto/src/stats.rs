@@ -39,9 +39,11 @@ pub struct LlcMetrics {
     pub prop_avg_scan_cost_ns: u64,
     #[stat(desc = "SIS_PROP active: mean of the CPUs' wake_avg_idle (ns)")]
     pub prop_wake_avg_idle_ns: u64,
-    #[stat(desc = "SIS_PROP in the shadow, its own books: mean avg_scan_cost (ns)")]
+    #[stat(
+        desc = "SIS_PROP in the shadow, with state of its own apart from an active SIS_PROP's: mean avg_scan_cost (ns)"
+    )]
     pub shadow_prop_avg_scan_cost_ns: u64,
-    #[stat(desc = "SIS_PROP in the shadow, its own books: mean wake_avg_idle (ns)")]
+    #[stat(desc = "SIS_PROP in the shadow, with state of its own: mean wake_avg_idle (ns)")]
     pub shadow_prop_wake_avg_idle_ns: u64,
     #[stat(desc = "SIS_PROP: mean of the CPUs' avg_idle (ns)")]
     pub prop_avg_idle_ns: u64,
@@ -71,9 +73,11 @@ pub struct LlcMetrics {
     pub auto_saved_us: f64,
     #[stat(desc = "auto: c, the time to examine one CPU (ns)")]
     pub auto_cpu_ns: f64,
-    #[stat(desc = "auto: it judges its candidates on one scan here in this many")]
+    #[stat(
+        desc = "auto: it takes its candidates' verdicts (what each would find) on one scan here in this many"
+    )]
     pub auto_judges_one_in: u64,
-    #[stat(desc = "auto: scans here its candidates were judged on")]
+    #[stat(desc = "auto: scans here on which its candidates' verdicts were taken")]
     pub auto_judged: u64,
     #[stat(
         desc = "auto: the gain of a scan per candidate, S P - 2 c E (ns; util, prop, full)",
@@ -104,7 +108,9 @@ pub struct OpMetrics {
 pub struct RuleMetrics {
     // Named apart from the machine-wide and per-LLC counters, which
     // scripts grep for by name.
-    #[stat(desc = "Scans it was judged on")]
+    #[stat(
+        desc = "Scans on which this rule's verdict was taken (what a scan to its depth would find)"
+    )]
     pub judged: u64,
     #[stat(desc = "... an idle CPU existed, and a scan to its depth would have found one")]
     pub would_find: u64,
@@ -194,6 +200,21 @@ impl WaitMetrics {
 
 /// The names of the wait kinds, in BPF's `enum sisu_wait` order.
 pub const WAIT_KINDS: [&str; 5] = ["idle", "found", "missed", "none", "current"];
+
+/// The kinds a scan's outcome names (an idle CPU found, one missed, none
+/// there): what the waits tables and plots set side by side.
+pub const SCAN_WAITS: [&str; 3] = [WAIT_KINDS[1], WAIT_KINDS[2], WAIT_KINDS[3]];
+
+/// Where @kind reads in a report: a scan's outcomes first, then the rest
+/// in BPF's order, an unknown kind last.
+pub fn wait_rank(kind: &str) -> usize {
+    let rest = WAIT_KINDS.iter().filter(|k| !SCAN_WAITS.contains(k));
+    SCAN_WAITS
+        .iter()
+        .chain(rest)
+        .position(|k| *k == kind)
+        .unwrap_or(WAIT_KINDS.len())
+}
 
 /// The three depth histograms' counts at one depth, a record of
 /// `Metrics::depths` keyed by the number of CPUs: the lists the tables and
@@ -485,5 +506,13 @@ mod tests {
         }
         let m: Metrics = serde_json::from_value(v).unwrap();
         assert_eq!((m.queued_wakeups, m.rcu_readers), (0, 0));
+    }
+
+    #[test]
+    fn a_report_reads_a_scans_outcomes_first() {
+        let mut kinds = WAIT_KINDS.to_vec();
+        kinds.sort_by_key(|k| wait_rank(k));
+        assert_eq!(kinds, ["found", "missed", "none", "idle", "current"]);
+        assert_eq!(wait_rank("nope"), WAIT_KINDS.len());
     }
 }

@@ -247,7 +247,7 @@ struct sisu_stats {
 	u64 found_sets[SISU_FOUND_SETS];
 	u64 shadow_scan_ns;		/* time the shadows' walks took (they only look) */
 	u64 shadow_examined;		/* CPUs they examined */
-	/* SIS_CACHE (cache.bpf.c's comment says what each counts) */
+	/* SIS_CACHE (sis_cache.bpf.c's comment says what each counts) */
 	u64 cache_kept;			/* sleeps that kept their CPU for the sleeper */
 	u64 cache_skipped;		/* idle CPUs a scan passed over, being kept */
 	u64 cache_fallback;		/* scans that took a kept CPU, every idle one being kept */

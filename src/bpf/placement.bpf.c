@@ -5,7 +5,7 @@
  * select_idle_sibling() tries target, prev, the task's recent CPU and an
  * idle SMT sibling before select_idle_cpu() scans the target's LLC, as
  * deep as the active policy allows (SIS_UTIL, SIS_PROP, none, or the
- * whole LLC), while the shadow policy is judged on the same idle state. A
+ * whole LLC), while the shadow rules are judged on the same idle state. A
  * new task goes to the idlest LLC near its parent (find_idlest_cpu()), and
  * a queued wakeup, which bypasses select_cpu, is placed from enqueue. The
  * idle periods that SIS_PROP averages end here too.

@@ -4,10 +4,8 @@
  * for about as long as it sleeps, so that it wakes to its own cache
  * instead of finding its CPU taken by another wakee and moving.
  *
- * After Chen Yu's series "Introduce SIS_CACHE to choose previous CPU
- * during task wakeup" (LKML, September 2023, and its RFC "Makes it easier
- * for the wakee to choose previous CPU"), which the kernel did not take.
- * The series' rule, as this file keeps it:
+ * The rule of Chen Yu's series "Introduce SIS_CACHE to choose previous CPU
+ * during task wakeup" (LKML, 2023), which the kernel did not take:
  *
  *  - a task's average sleep counts only its short sleeps;
  *  - when a task with such an average goes to sleep, its CPU is cache-hot
@@ -22,8 +20,7 @@
  * (sysctl_sched_migration_cost, migration_cost_ns: 500 us unless tuned),
  * the time within which the kernel holds a task cache-hot on its CPU
  * (task_hot()). The average moves as the
- * kernel's update_avg() moves its averages, an eighth of the way to each
- * sample. Only the active scan skips, CPU by CPU (the idle-core search
+ * kernel's update_avg() moves its averages (sis_avg_update()). Only the active scan skips, CPU by CPU (the idle-core search
  * takes whole idle cores as before), while cfg.sis_cache is on; the
  * shadow rules judge the idle mask as it is. The counters, in struct
  * sisu_stats: cache_kept (sleeps that kept their CPU), cache_skipped (idle
@@ -31,12 +28,6 @@
  * cache_reclaimed (wakeups onto the CPU kept for them).
  */
 #include "sisutil.bpf.h"
-
-/* update_avg(): an eighth of the way from @avg to @sample. */
-static u64 toward(u64 avg, u64 sample)
-{
-	return sample > avg ? avg + (sample - avg) / 8 : avg - (avg - sample) / 8;
-}
 
 /* @p goes to sleep on the CPU of @c, at @now: keep the CPU for it. */
 __hidden void cache_keep(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
@@ -94,5 +85,5 @@ __hidden void cache_woke(struct task_struct *p, const struct pick *pk, struct si
 	slept = now > tctx->slept_at ? now - tctx->slept_at : 0;
 	tctx->slept_at = 0;
 	if (slept < migration_cost_ns)
-		tctx->sleep_avg = toward(tctx->sleep_avg, slept);
+		sis_avg_update(&tctx->sleep_avg, slept);
 }

@@ -3,10 +3,9 @@
  * SIS_CURRENT: a short wakee of a short waker that wakes only it goes to
  * the waker's CPU instead of a scan, when the LLC is busy.
  *
- * After Chen Yu's series "sched/fair: Introduce SIS_CURRENT to wake up
- * short task on current CPU" (LKML, v7 and v8, April 2023; SIS_SHORT in
- * v1 to v6, from September 2022, after "sched/fair: Record the average
- * duration of a task"), which the kernel did not take. Its case: many
+ * The rule of Chen Yu's series "sched/fair: Introduce SIS_CURRENT to wake
+ * up short task on current CPU" (LKML, 2023), which the kernel did not
+ * take. Its case: many
  * pairs of tasks that ping-pong through pipes or sockets, on a machine
  * about as busy as it has CPUs. A scan then finds an idle CPU for the
  * wakee, but several wakers race to the same one, and the wakee runs
@@ -16,15 +15,15 @@
  *
  *  - a task's duration is how long it ran from switching in until it went
  *    to sleep; its average moves an eighth of the way to each (the
- *    kernel's update_avg()); short is under v8's bound,
+ *    kernel's update_avg()); short is under the series' bound,
  *    sysctl_sched_migration_cost (migration_cost_ns, read from the kernel
  *    at load: 500 us unless tuned);
  *  - waker and wakee are both short, each woke the other last and neither
- *    switched partners lately (wakee_flips 0; v6 to v8);
+ *    switched partners lately (wakee_flips 0);
  *  - the wake target is the waker's own CPU, which runs only the waker;
  *  - the LLC is busy: SIS_UTIL's depth under 60 % of its width, and no
- *    idle core known (v4 to v6; v7 dropped this gate, which the
- *    comparison asked for here keeps: "when the system is busy").
+ *    idle core known (a gate the series' later versions dropped, kept
+ *    here because its case is a busy machine).
  *
  * Then the wakee waits in the waker's queue instead of a scan. Its author
  * reported large gains on context-switch-heavy loads (will-it-scale,

@@ -11,7 +11,7 @@
 
 /*
  * A task is short when it runs, on average, less than @limit between
- * switching in and going to sleep: the series' v8 bound is
+ * switching in and going to sleep: the series' bound is
  * sysctl_sched_migration_cost (500 us unless tuned), the span within
  * which the kernel holds a task's cache footprint worth keeping
  * (task_hot()). A task never seen to sleep (an average of 0) is not short.
@@ -23,9 +23,9 @@ static inline bool sis_current_short(u64 dur_avg, u64 limit)
 
 /*
  * The LLC is busy when SIS_UTIL would scan less than 60 % of it, which its
- * parabola gives at about 50 % utilisation (v6: "a half-busy LLC domain"),
- * and no idle core is known: below that, spreading wakees over idle CPUs
- * is what they need.
+ * parabola gives at about 50 % utilisation (the series' "a half-busy LLC
+ * domain"), and no idle core is known: below that, spreading wakees over
+ * idle CPUs is what they need.
  */
 static inline bool sis_current_busy(u32 nr_idle_scan, u32 width, bool idle_core)
 {

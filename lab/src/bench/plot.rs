@@ -313,7 +313,7 @@ pub fn waits_chart(r: &Results, section: &str) -> Option<Chart> {
     let mut groups = Vec::new();
     let mut values = Vec::new();
     for p in r.section_points(section) {
-        for kind in report::WAIT_KINDS {
+        for kind in sisutil_proto::stats::SCAN_WAITS {
             let row: Vec<(f64, f64)> = arms
                 .iter()
                 .flat_map(|a| {

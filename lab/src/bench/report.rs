@@ -11,7 +11,7 @@ use super::stat::{self, Better};
 use super::table::{align, banner, cell, change_with_ci, num};
 use super::verdict;
 use super::workload::{Family, Metric};
-use sisutil_proto::stats::Metrics;
+use sisutil_proto::stats::{Metrics, SCAN_WAITS};
 
 /// One section's table for one metric, in the review's layout.
 pub fn metric_table(r: &Results, section: &str, metric: &Metric) -> String {
@@ -142,10 +142,6 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
     ))
 }
 
-/// What a scan's placement found, as the waits tables and plots set them
-/// side by side: an idle CPU, none though one existed, none at all.
-pub const WAIT_KINDS: [&str; 3] = ["found", "missed", "none"];
-
 /// The waits of @kind over @samples: the iterations' histograms summed
 /// (BPF's wait slots), whose percentiles a mean of percentiles would not
 /// be.
@@ -167,7 +163,7 @@ pub fn waits_table(r: &Results, section: &str) -> Option<String> {
     use sisutil_proto::waits;
     let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
     let mut rows = vec![vec!["point".to_string(), "arm".to_string()]];
-    for k in WAIT_KINDS {
+    for k in SCAN_WAITS {
         rows[0].extend([format!("{k} n"), format!("{k} p50"), format!("{k} p99")]);
     }
     let mut any = false;
@@ -177,7 +173,7 @@ pub fn waits_table(r: &Results, section: &str) -> Option<String> {
                 continue;
             };
             let mut row = vec![p.point.label.clone(), a.name.clone()];
-            for k in WAIT_KINDS {
+            for k in SCAN_WAITS {
                 let hist = summed_waits(ss, k);
                 let n: u64 = hist.iter().sum();
                 any |= n > 0;

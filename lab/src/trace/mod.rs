@@ -33,9 +33,6 @@ fn read_csv<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
         .collect()
 }
 
-/// The order the kinds read in: what a scan did, then the rest.
-const KINDS: [&str; 5] = ["found", "missed", "none", "idle", "current"];
-
 /// The waits of one rule and kind.
 pub struct Waits {
     pub hist: Histogram<u64>,
@@ -70,7 +67,7 @@ pub fn waits(w: &[Wakeup]) -> BTreeMap<(String, String), Waits> {
 }
 
 fn kind_rank(k: &str) -> usize {
-    KINDS.iter().position(|x| *x == k).unwrap_or(KINDS.len())
+    sisutil_proto::stats::wait_rank(k)
 }
 
 /// The report's text.
