@@ -2,8 +2,9 @@
 # serves every rule, so a shallower rule finds only what a deeper one finds;
 # a rule judged beside itself agrees with itself; and a shadow SIS_PROP
 # keeps books of its own, charged with its own scan's time: beside itself
-# its depths match the active one's within the bound its scan costs allow,
-# and beside a policy that never scans it still learns a scan cost.
+# its average scan cost is its own, not the active one's (and its depths
+# within the bound the two costs allow), and beside a policy that never
+# scans it still learns a scan cost.
 # shape: 1x8
 . /tests/vm/lib.sh
 
@@ -58,13 +59,23 @@ check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 log "SIS_PROP beside itself, with books of its own"
 # Both books see the same idle periods (every refill of the budget is the
 # CPU's) and the same jiffies; they differ only in what a scan costs: the
-# active scan claims (an atomic test-and-clear per CPU), the shadow's walk
-# looks. Above the floor the depth is width * budget / cost, so with the
-# per-CPU costs in the ratio rho >= 1 (both measured in this run) the mean
-# depths differ by about that ratio; the cap at the LLC's width and the
-# floor of 4 only narrow it. 10% more allows for the budgets, which differ
-# by what each spent since the last refill. The build without per-rule
-# books refuses this pairing.
+# active book is charged with the active scan's time (it claims, an atomic
+# test-and-clear per CPU), the shadow's with its share of the look-only
+# walk, timed apart on the same wakeup. On this guest the two cost about
+# the same and their timings are noisy (the shadow's average measured 0.34
+# to 1.67 times the active's, over 9 runs), so neither the books' ratio
+# nor the depths can say which book was charged with which; what the
+# build that charged the shadow the active scan's time changed is that the
+# two books became one: the same charges at the same moments, the same
+# average scan cost to the nanosecond, the same depth on every scan (its
+# depth histograms were identical in both runs of it). So the books'
+# averages (means over the LLC's CPUs, read after the load) must differ.
+# The depths cannot show the difference here: a busy CPU's budget ages to
+# nothing within a few jiffies, so nearly every depth is SIS_PROP's floor
+# of 4 (98 %), the rest the LLC's width, under both books; the mean depths
+# then agree within 10 % of the books' ratio, the bound docs/policies.md
+# derives, as a sanity check (at the floor both means are 4). The build
+# without per-rule books refuses this pairing.
 measure /tmp/self.log --policy prop --shadow prop
 active=$(json_array limit "$s")
 shadow=$(json_rec_array prop limit_hist "$s")
@@ -72,12 +83,16 @@ ca=$(json_field scan_ns_per_cpu "$s" | head -n1)
 cs=$(json_field shadow_scan_ns_per_cpu "$s" | head -n1)
 ma=$(hist_mean $active)
 ms=$(hist_mean $shadow)
+ba=$(json_field prop_avg_scan_cost_ns "$s" | head -n1)
+bs=$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)
 log "active limits $active (mean $ma, $ca ns per CPU); shadow's $shadow (mean $ms, $cs ns per CPU)"
-log "books: active avg_scan_cost $(json_field prop_avg_scan_cost_ns "$s" | head -n1) ns, shadow's $(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1) ns"
+log "books: active avg_scan_cost $ba ns, shadow's $bs ns; mean charge per scan: active $(json_field scan_ns_mean "$s" | head -n1) ns, shadow $(awk "BEGIN { printf \"%.0f\", $(json_rec prop walk_ns "$s") / $(json_rec prop judged "$s") }") ns"
 check "both kinds of scan took time" awk "BEGIN { exit !($ca > 0 && $cs > 0) }"
-check "the shadow's mean depth is within the cost ratio of the active's" \
-	awk "BEGIN { rho = $ca / $cs; if (rho < 1) rho = 1 / rho; r = $ma / $ms; if (r < 1) r = 1 / r; exit !(r <= 1.1 * rho) }"
-check "each book learnt a scan cost" [ "$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)" -gt 0 ]
+check "each book learnt a scan cost" [ "${bs:-0}" -gt 0 -a "${ba:-0}" -gt 0 ]
+log "the depth histograms $([ "$active" = "$shadow" ] && echo are the same || echo differ)"
+check "each book learnt from its own scans: their average scan costs differ ($ba, $bs ns)" [ "$ba" -ne "$bs" ]
+check "(sanity) the mean depths agree within 10% of the books' ratio ($ma, $ms)" \
+	awk "BEGIN { rho = $bs / $ba; if (rho < 1) rho = 1 / rho; r = $ma / $ms; if (r < 1) r = 1 / r; exit !(r <= 1.1 * rho) }"
 floor_a=$(floor_share $active)
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
