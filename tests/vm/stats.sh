@@ -44,10 +44,16 @@ check "and its finds" near "$found" "$lfound"
 check "its found-rate is near 100% too" [ "${lpct%%.*}" -ge 94 ]
 
 log "heavy load: hackbench with 16 groups"
+# Saturated, the LLC has an idle CPU in few scans (6 to 95 of about 30000
+# in one run of hackbench, measured), and the matrix below needs some: up
+# to three runs, counted together, until 40 scans have had one.
 $SCHED reset-stats >/dev/null
-hackbench -g 16 -l 150 >/tmp/hb.log 2>&1
-check "heavy hackbench completed" grep -q '^Time:' /tmp/hb.log
-s=$($SCHED stats --json)
+for _run in 1 2 3; do
+	hackbench -g 16 -l 150 >/tmp/hb.log 2>&1
+	check "heavy hackbench completed (run $_run)" grep -q '^Time:' /tmp/hb.log
+	s=$($SCHED stats --json)
+	[ $(($(json_field idle_found "$s") + $(json_field idle_missed "$s"))) -ge 40 ] && break
+done
 scans=$(json_field scans "$s")
 zero=$(json_array limit "$s" | cut -d' ' -f1)
 log "scans $scans, depth-0 scans $zero, limits: $(json_array limit "$s")"
