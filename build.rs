@@ -29,6 +29,19 @@ fn main() {
     }
     bpf.compile_link_gen().unwrap();
 
+    // The observer (src/observe.rs): probes only, no struct_ops, so an
+    // object and a skeleton of its own that loads without sched_ext.
+    // BpfBuilder names its output bpf.bpf.o and bpf_skel.rs in OUT_DIR
+    // whatever the skeleton, so the observer's gets a directory of its own.
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let obs_dir = out.join("observe");
+    std::fs::create_dir_all(&obs_dir).unwrap();
+    std::env::set_var("OUT_DIR", &obs_dir);
+    let mut obs = scx_cargo::BpfBuilder::new().unwrap();
+    obs.enable_skel("src/bpf/observe.bpf.c", "bpf");
+    obs.compile_link_gen().unwrap();
+    std::env::set_var("OUT_DIR", &out);
+
     // The rules' pure arithmetic (SIS_PROP's, SIS_CURRENT's decision, the
     // wait histogram's slots), compiled for the host as well so that the
     // unit tests exercise the same code as the BPF side.

@@ -152,9 +152,43 @@ pub enum Cmd {
     Trace(TraceOpts),
     /// Print the running instance's settings
     Status,
+    /// Load no scheduler: watch the kernel's own wakeup placement (its
+    /// SIS_UTIL) with BPF probes and serve the same statistics, which
+    /// `stats` and `--monitor` then read; Ctrl-C ends it
+    Observe(ObserveOpts),
     /// Internal: removes the socket once the scheduler that started it ends
     #[command(name = "__watch-socket", hide = true)]
     WatchSocket,
+}
+
+#[derive(Debug, Args)]
+pub struct ObserveOpts {
+    /// Judge these rules on the kernel's scans, from its own state: util
+    /// (at the kernel's nr_idle_scan), full, none, or "all" of those; prop
+    /// cannot be judged (the kernel keeps no SIS_PROP state since 6.6)
+    #[arg(long, value_name = "RULES", default_value = "off",
+          value_parser = parse_observer_shadow)]
+    pub shadow: Shadow,
+
+    /// Also print the statistics every SECS seconds
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub stats: Option<f64>,
+
+    /// With --stats: one JSON object per line instead of tables
+    #[arg(long)]
+    pub json: bool,
+
+    /// Verbose output, libbpf's included
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// The observer's "all" is every rule it can judge.
+fn parse_observer_shadow(s: &str) -> Result<Shadow, String> {
+    if s == "all" {
+        return Ok(Shadow::of([Policy::Util, Policy::Full, Policy::None]));
+    }
+    s.parse::<Shadow>()
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,8 @@ mod bpf_intf;
 mod bpf_skel;
 mod cli;
 mod config;
+mod observe;
+mod observe_skel;
 mod op_time;
 mod policy;
 mod sched;
@@ -57,7 +59,7 @@ fn main() -> ExitCode {
 fn is_client(opts: &Opts) -> bool {
     match &opts.cmd {
         None => opts.run.monitor.is_some(),
-        Some(Cmd::WatchSocket) => false,
+        Some(Cmd::WatchSocket) | Some(Cmd::Observe(_)) => false,
         Some(_) => true,
     }
 }
@@ -98,7 +100,7 @@ fn run(opts: Opts) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Stats { json }) => {
-            sysfs::require_ours()?;
+            sysfs::require_instance()?;
             monitor::print_once(json)
         }
         Some(Cmd::ResetStats) => {
@@ -111,6 +113,7 @@ fn run(opts: Opts) -> Result<()> {
         }
         Some(Cmd::Trace(t)) => trace(&t),
         Some(Cmd::WatchSocket) => socket::run_watcher(),
+        Some(Cmd::Observe(o)) => observe(&o),
         Some(Cmd::Status) => {
             println!("{}", control::send(&Change::default())?);
             Ok(())
@@ -175,8 +178,24 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
 }
 
 fn monitor(secs: f64, json: bool) -> Result<()> {
-    sysfs::require_ours()?;
+    sysfs::require_instance()?;
     monitor::monitor(Duration::from_secs_f64(secs), json, shutdown_flag()?)
+}
+
+/// `scx_sisutil observe`: the kernel's placement, counted until Ctrl-C.
+fn observe(o: &cli::ObserveOpts) -> Result<()> {
+    let shutdown = shutdown_flag()?;
+    let mut open_object = MaybeUninit::uninit();
+    let mut obs = observe::Observer::init(&o.shadow, o.verbose, &mut open_object)?;
+    if let Some(secs) = o.stats {
+        let (flag, json) = (shutdown.clone(), o.json);
+        std::thread::spawn(move || {
+            if let Err(e) = monitor::monitor(Duration::from_secs_f64(secs), json, flag) {
+                warn!("statistics printer stopped: {e:#}");
+            }
+        });
+    }
+    obs.run(shutdown)
 }
 
 fn run_scheduler(opts: &RunOpts) -> Result<()> {

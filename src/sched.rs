@@ -576,6 +576,7 @@ impl<'a> Scheduler<'a> {
                         .and_then(|a| a.sums.gains())
                         .map(|g| g.to_vec())
                         .unwrap_or_default(),
+                    ..LlcMetrics::default()
                 }
             })
             .collect()

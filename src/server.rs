@@ -369,7 +369,7 @@ mod tests {
                                     ..Default::default()
                                 },
                                 switches: 1,
-                                trace: None,
+                                ..Default::default()
                             }
                         }));
                     }

@@ -63,6 +63,7 @@ fn inconsistent_settings_are_refused() {
     let cases: &[(&[&str], &str)] = &[
         (&["--shadow", "prop", "--no-scan-stats"], "--no-scan-stats"),
         (&["--shadow", "all", "--no-scan-stats"], "--no-scan-stats"),
+        (&["observe", "--shadow", "prop"], "cannot judge prop"),
     ];
     for (args, pattern) in cases {
         refuses(&run(args), 1, pattern, &args.join(" "));
@@ -148,6 +149,12 @@ fn non_root_callers_are_refused() {
         1,
         "only root",
         "set as nobody",
+    );
+    refuses(
+        &as_nobody(&["observe"]),
+        1,
+        "must run as root",
+        "observe as nobody",
     );
 }
 

@@ -138,6 +138,9 @@ pub struct Status {
     #[serde(flatten)]
     pub settings: Settings,
     pub switches: u64,
+    /// The reply comes from `scx_sisutil observe`, which has no policy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observer: bool,
     /// The trace, in a reply to a trace request; never part of the
     /// settings a switch compares.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,6 +149,13 @@ pub struct Status {
 
 impl std::fmt::Display for Status {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.observer {
+            return write!(
+                f,
+                "observing the kernel's placement, shadow {}",
+                self.settings.shadow
+            );
+        }
         write!(
             f,
             "{} ({} switch(es) since start)",
@@ -264,6 +274,7 @@ impl Change {
         Ok(Status {
             switches: cur.switches + u64::from(switched),
             settings,
+            observer: cur.observer,
             trace: cur.trace.clone(),
         })
     }
@@ -288,7 +299,9 @@ fn parse_on_off(key: &str, v: &str) -> Result<bool> {
 /// The client side: sends `change` to the running instance.
 pub fn send(change: &Change) -> Result<Status> {
     sysfs::require_root("only root may change the running scheduler's settings")?;
-    sysfs::require_ours()?;
+    // An observer answers a status request and a reset, and refuses the
+    // rest with its reason.
+    sysfs::require_instance()?;
     let mut client = socket::connect(None)?;
     match client.request::<Status>(REQUEST, change.to_args()) {
         Ok(status) => Ok(status),

@@ -25,12 +25,29 @@ pub fn print_once(json: bool) -> Result<()> {
 /// Prints the metrics of the running instance every `intv` until
 /// `shutdown`, as text or as one JSON object per line.
 pub fn monitor(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<()> {
+    if crate::socket::path() == crate::socket::OBSERVER {
+        return monitor_observer(intv, json, shutdown);
+    }
     scx_utils::monitor_stats::<Metrics>(
         &[],
         intv,
         || shutdown.load(Ordering::Relaxed),
         |m| print(&m, json),
     )
+}
+
+/// The observer's records: scx_utils' loop knows only the scheduler's
+/// socket. An observer that ends ends the loop.
+fn monitor_observer(intv: Duration, json: bool, shutdown: Arc<AtomicBool>) -> Result<()> {
+    let mut client = crate::socket::connect_to(crate::socket::OBSERVER, Some(5000))?;
+    while !shutdown.load(Ordering::Relaxed) {
+        print(&client.request("stats", vec![])?, json)?;
+        let until = std::time::Instant::now() + intv;
+        while std::time::Instant::now() < until && !shutdown.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50).min(intv));
+        }
+    }
+    Ok(())
 }
 
 /// One record on stdout, as the tables or as one JSON line, flushed so

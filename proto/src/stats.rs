@@ -35,6 +35,18 @@ pub struct LlcMetrics {
     pub nr_idle_scan: u64,
     #[stat(desc = "Kernel's idle-core hint for the LLC (SMT only)")]
     pub has_idle_cores: u64,
+    // The observer's (scx_sisutil observe): the kernel's own view, zero
+    // in the scheduler's record.
+    #[stat(desc = "observe: SIS_UTIL's formula on sum_util, beside the kernel's own nr_idle_scan")]
+    pub formula_nr_idle_scan: u64,
+    #[stat(
+        desc = "observe: the LLC's utilisation the kernel keeps in sched_domain_shared (0 if it keeps none)"
+    )]
+    pub kernel_util_avg: u64,
+    #[stat(desc = "observe: ... and its capacity")]
+    pub kernel_capacity: u64,
+    #[stat(desc = "observe: the kernel's own LLC width (sd_llc_size)")]
+    pub kernel_llc_size: u64,
     #[stat(desc = "SIS_PROP active: mean of the CPUs' avg_scan_cost (ns)")]
     pub prop_avg_scan_cost_ns: u64,
     #[stat(desc = "SIS_PROP active: mean of the CPUs' wake_avg_idle (ns)")]

@@ -302,4 +302,28 @@ struct sisu_llc_scans {
 	u64 found_wait_ns;		/* ... their waits */
 };
 
+/*
+ * The kernel's own state of one LLC, as the observer (observe.bpf.c) last
+ * sampled it: what the fair class's SIS_UTIL read and what it was computed
+ * from.
+ */
+struct sisu_kernel_llc {
+	u64 sampled_ns;			/* when (CLOCK_MONOTONIC), 0 if never */
+	u64 sd_util_avg;		/* sched_domain_shared's util_avg (newer kernels) */
+	u64 sd_capacity;		/* ... and capacity */
+	u32 nr_idle_scan;		/* sched_domain_shared's nr_idle_scan */
+	u32 sum_util;			/* the CPUs' cpu_util_cfs(), summed as load balancing sums them */
+	u32 has_idle_cores;		/* sched_domain_shared's has_idle_cores */
+	u32 llc_size;			/* sd_llc_size of its first CPU */
+	u32 llc_id;			/* sd_llc_id of its first CPU */
+	u32 pad;
+} __attribute__((aligned(64)));
+
+/* What the observer found it cannot read on this kernel (bits). */
+enum sisu_observe_gap {
+	SISU_GAP_SD_LLC_SHARED = 1,	/* no sd_llc_shared: no nr_idle_scan, no depths */
+	SISU_GAP_SD_UTIL = 2,		/* sched_domain_shared has no util_avg/capacity */
+	SISU_GAP_LLC_IDS = 4,		/* no sd_llc_size/sd_llc_id */
+};
+
 #endif /* __SISUTIL_INTF_H */

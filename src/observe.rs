@@ -1,0 +1,392 @@
+//! `scx_sisutil observe`: the kernel's own wakeup placement, its SIS_UTIL
+//! included, counted with the scheduler's counters while no sched_ext
+//! scheduler is loaded (src/bpf/observe.bpf.c says what is seen and what
+//! is derived). It serves the same statistics record on a socket of its
+//! own, which `stats`, `--monitor` and the harness read when no
+//! scx_sisutil scheduler runs.
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+use crossbeam::channel::TryRecvError;
+use libbpf_rs::skel::{OpenSkel as _, SkelBuilder as _};
+use libbpf_rs::{MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_utils::Topology;
+
+use crate::bpf_intf;
+use crate::observe_skel::{BpfSkel, BpfSkelBuilder};
+use crate::policy::{self, Policy};
+use crate::server::{Job, Server};
+use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
+use sisutil_proto::control::{Change, Settings, Status};
+use sisutil_proto::policy::Shadow;
+use sisutil_proto::topology::{self, Layout};
+use sisutil_proto::{socket, sysfs};
+
+/// The longest a request waits for the loop to wake.
+const SERVE_EVERY: Duration = Duration::from_millis(50);
+
+/// The name the observer's record gives the placement it counts.
+pub const KERNEL: &str = "kernel";
+
+/// Refuses to observe where nothing or the wrong thing would be seen.
+fn preflight() -> Result<()> {
+    sysfs::require_root("must run as root: loading BPF probes needs CAP_BPF and CAP_PERFMON")?;
+    if sysfs::present() {
+        let state = sysfs::settled_state()?;
+        if state != "disabled" {
+            let ops = sysfs::ops();
+            bail!(
+                "a sched_ext scheduler is loaded ({}): the kernel's fair class places no wakeups while it runs; unload it first",
+                if ops.is_empty() { state } else { ops }
+            );
+        }
+    }
+    if Path::new(socket::OBSERVER).exists()
+        && socket::connect_to(socket::OBSERVER, Some(500)).is_ok()
+    {
+        bail!(
+            "an observer is already running ({} answers)",
+            socket::OBSERVER
+        );
+    }
+    Ok(())
+}
+
+/// The rules the observer can judge on the kernel's scans: util at the
+/// kernel's own depth, full and none. SIS_PROP's state left the kernel
+/// with SIS_PROP (Linux 6.6), so there is none of the kernel's to judge
+/// prop from.
+fn check_shadow(shadow: &Shadow) -> Result<()> {
+    if shadow.rules().contains(&Policy::Prop) {
+        bail!("the observer cannot judge prop: the kernel keeps no SIS_PROP state since Linux 6.6 (use util, full, none)");
+    }
+    Ok(())
+}
+
+pub struct Observer<'a> {
+    skel: BpfSkel<'a>,
+    _links: Vec<libbpf_rs::Link>,
+    layout: Layout,
+    shadow: Shadow,
+    baseline: Counters,
+    baseline_llc: Vec<LlcCounters>,
+    baseline_rules: Vec<RuleCounters>,
+    counting_since: Instant,
+    gaps_said: bool,
+    server: Server,
+}
+
+impl<'a> Observer<'a> {
+    pub fn init(
+        shadow: &Shadow,
+        verbose: bool,
+        open: &'a mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        check_shadow(shadow)?;
+        preflight()?;
+        info!(
+            "scx_sisutil {} observing the kernel's wakeup placement",
+            crate::sched::version()
+        );
+        let topo = Topology::new().context("cannot read the CPU topology")?;
+        let layout = Layout::new(&topo)?;
+        info!("topology: {}", layout.describe());
+
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(verbose);
+        let mut skel = builder
+            .open(open)
+            .context("cannot open the observer's BPF object")?;
+        publish_topology(&mut skel, &layout, shadow)?;
+        let mut skel = skel.load().map_err(|e| {
+            anyhow::anyhow!(
+                "this kernel cannot be observed: loading the probes failed (select_task_rq_fair, runqueues and the sched_switch tracepoint must be in its BTF): {e}"
+            )
+        })?;
+        let links = attach(&mut skel)?;
+        let server = Server::launch(Path::new(socket::OBSERVER), stats::metas())
+            .context("cannot start the observer's stats server")?;
+        let mut obs = Self {
+            skel,
+            _links: links,
+            layout,
+            shadow: shadow.clone(),
+            baseline: Counters::default(),
+            baseline_llc: Vec::new(),
+            baseline_rules: Vec::new(),
+            counting_since: Instant::now(),
+            gaps_said: false,
+            server,
+        };
+        obs.restart_counting()?;
+        info!("observing; statistics on {}", socket::OBSERVER);
+        Ok(obs)
+    }
+
+    /// Serves requests until @shutdown.
+    pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<()> {
+        while !shutdown.load(Ordering::Relaxed) {
+            self.say_gaps();
+            self.serve()?;
+            std::thread::sleep(SERVE_EVERY);
+        }
+        Ok(())
+    }
+
+    /// What the kernel lacks, one line each, once the probes have looked.
+    fn say_gaps(&mut self) {
+        if self.gaps_said {
+            return;
+        }
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+            return;
+        };
+        // SAFETY: an aligned u32 that BPF writes once.
+        let gaps = unsafe { ptr::read_volatile(&bss.gaps) };
+        if gaps == 0 {
+            return;
+        }
+        self.gaps_said = true;
+        for (bit, what) in [
+            (bpf_intf::sisu_observe_gap_SISU_GAP_SD_LLC_SHARED, "this kernel has no sd_llc_shared: no nr_idle_scan, so no depths; the rest is counted"),
+            (bpf_intf::sisu_observe_gap_SISU_GAP_SD_UTIL, "this kernel's sched_domain_shared has no util_avg/capacity: those fields stay 0"),
+            (bpf_intf::sisu_observe_gap_SISU_GAP_LLC_IDS, "this kernel has no sd_llc_size/sd_llc_id: the LLCs are not checked against its own"),
+        ] {
+            if gaps & bit != 0 {
+                warn!("{what}");
+            }
+        }
+    }
+
+    fn serve(&mut self) -> Result<()> {
+        loop {
+            match self.server.jobs().try_recv() {
+                Ok(Job::Stats(tx)) => {
+                    let _ = tx.send(self.metrics().unwrap_or_else(|e| {
+                        warn!("cannot read the statistics: {e:#}");
+                        Metrics::default()
+                    }));
+                }
+                Ok(Job::Control(change, tx)) => {
+                    let _ = tx.send(self.apply(&change));
+                }
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Disconnected) => bail!("the stats server stopped"),
+            }
+        }
+    }
+
+    /// The observer has nothing to set: it answers a status request and
+    /// restarts its counting on a reset.
+    fn apply(&mut self, change: &Change) -> Result<Status, String> {
+        let asks_setting = Change {
+            reset: false,
+            ..change.clone()
+        } != Change::default();
+        if asks_setting {
+            return Err(
+                "the observer watches the kernel's placement: it has no settings to change".into(),
+            );
+        }
+        if change.reset {
+            self.restart_counting().map_err(|e| format!("{e:#}"))?;
+        }
+        Ok(self.status())
+    }
+
+    fn status(&self) -> Status {
+        Status {
+            settings: Settings {
+                shadow: self.shadow.clone(),
+                ..Settings::default()
+            },
+            observer: true,
+            ..Status::default()
+        }
+    }
+
+    fn counters(&self) -> Result<Counters> {
+        Counters::sum_cpus(&per_cpu(
+            &self.skel.maps.stats,
+            0,
+            "the observer's stats map",
+        )?)
+    }
+
+    fn rule_counters(&self, rule: Policy) -> Result<RuleCounters> {
+        let per = per_cpu(
+            &self.skel.maps.rule_stats,
+            rule.to_bpf(),
+            "the shadow rules' map",
+        )?;
+        RuleCounters::sum_cpus(&per)
+    }
+
+    fn llc_scans(&self) -> Result<Vec<LlcCounters>> {
+        (0..self.layout.llcs.len() as u32)
+            .map(|i| {
+                LlcCounters::sum_cpus(&per_cpu(
+                    &self.skel.maps.llc_scans,
+                    i,
+                    "the per-LLC scan map",
+                )?)
+            })
+            .collect()
+    }
+
+    fn restart_counting(&mut self) -> Result<()> {
+        self.baseline = self.counters()?;
+        self.baseline_llc = self.llc_scans()?;
+        self.baseline_rules = Policy::ALL
+            .iter()
+            .map(|&p| self.rule_counters(p))
+            .collect::<Result<_>>()?;
+        self.counting_since = Instant::now();
+        Ok(())
+    }
+
+    fn metrics(&self) -> Result<Metrics> {
+        let counters = self.counters()?.since(&self.baseline);
+        let rules = self
+            .shadow
+            .rules()
+            .iter()
+            .map(|&r| {
+                Ok((
+                    r,
+                    self.rule_counters(r)?
+                        .since(&self.baseline_rules[r.to_bpf() as usize]),
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let ctx = stats::Context {
+            policy: KERNEL.to_string(),
+            small_llc: 0,
+            switches: 0,
+            elapsed_s: self.counting_since.elapsed().as_secs_f64(),
+            topology: self.layout.describe(),
+            handback: false,
+            sis_cache: false,
+            sis_current: false,
+            llcs: self.llc_metrics(&self.llc_scans()?),
+            ops: Vec::new(),
+        };
+        Ok(stats::metrics(&counters, &rules, ctx))
+    }
+
+    fn llc_metrics(&self, scans: &[LlcCounters]) -> Vec<LlcMetrics> {
+        let Some(bss) = self.skel.maps.bss_data.as_deref() else {
+            return Vec::new();
+        };
+        self.layout
+            .llcs
+            .iter()
+            .enumerate()
+            .map(|(i, llc)| {
+                let seen = match (scans.get(i), self.baseline_llc.get(i)) {
+                    (Some(now), Some(base)) => now.since(base),
+                    (Some(now), None) => now.clone(),
+                    _ => LlcCounters::default(),
+                }
+                .view();
+                // SAFETY: a copy of a record BPF rewrites now and then; a
+                // torn copy mixes two samples of the same LLC.
+                let k = unsafe { ptr::read_volatile(&bss.kllcs[i]) };
+                let width = llc.cpus.len() as u64;
+                LlcMetrics {
+                    index: i as u64,
+                    cpus: topology::cpulist(&llc.cpus),
+                    width,
+                    util_pct: 100.0 * k.sum_util as f64
+                        / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64,
+                    sum_util: k.sum_util as u64,
+                    nr_idle_scan: k.nr_idle_scan as u64,
+                    has_idle_cores: k.has_idle_cores as u64,
+                    kernel_util_avg: k.sd_util_avg,
+                    kernel_capacity: k.sd_capacity,
+                    formula_nr_idle_scan: policy::nr_idle_scan(k.sum_util as u64, width),
+                    kernel_llc_size: k.llc_size as u64,
+                    scanned: seen.scans,
+                    found: seen.found[1][1],
+                    missed: seen.found[1][0],
+                    found_pct: stats::llc_found_pct(&seen),
+                    missed_wait_us: stats::ratio(seen.missed_wait_ns, seen.missed_waits) / 1000.0,
+                    found_wait_us: stats::ratio(seen.found_wait_ns, seen.found_waits) / 1000.0,
+                    ..LlcMetrics::default()
+                }
+            })
+            .collect()
+    }
+}
+
+fn attach(skel: &mut BpfSkel) -> Result<Vec<libbpf_rs::Link>> {
+    let progs = &mut skel.progs;
+    Ok(vec![
+        progs
+            .observe_enter
+            .attach()
+            .context("cannot attach to select_task_rq_fair (fentry)")?,
+        progs
+            .observe_exit
+            .attach()
+            .context("cannot attach to select_task_rq_fair (fexit)")?,
+        progs
+            .observe_switch
+            .attach()
+            .context("cannot attach to the sched_switch tracepoint")?,
+    ])
+}
+
+fn publish_topology(
+    skel: &mut crate::observe_skel::OpenBpfSkel,
+    l: &Layout,
+    shadow: &Shadow,
+) -> Result<()> {
+    skel.maps
+        .llc_scans
+        .set_max_entries(l.llcs.len() as u32)
+        .context("cannot size the per-LLC scan map")?;
+    let rodata = skel
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .context("the observer's BPF object has no read-only data")?;
+    let (flat, first) = l.flat_cpus();
+    rodata.nr_llcs = l.llcs.len() as u32;
+    rodata.nr_cpu_ids =
+        libbpf_rs::num_possible_cpus().context("cannot count the possible CPUs")? as u32;
+    rodata.shadows = shadow.to_bpf();
+    for (i, &cpu) in flat.iter().enumerate() {
+        rodata.llc_cpus[i] = cpu as i32;
+    }
+    for (i, llc) in l.llcs.iter().enumerate() {
+        rodata.llc_first[i] = first[i] as u32;
+        rodata.llc_width[i] = llc.cpus.len() as u32;
+    }
+    for (cpu, pos) in l.cpu_positions() {
+        rodata.cpu_pos[cpu] = pos as u32;
+        rodata.cpu_llc[cpu] = l.cpu_llc[cpu].unwrap_or(0) as u32;
+    }
+    Ok(())
+}
+
+fn per_cpu(map: &impl MapCore, key: u32, what: &str) -> Result<Vec<Vec<u8>>> {
+    Ok(map
+        .lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY)
+        .with_context(|| format!("cannot read {what}"))?
+        .unwrap_or_default())
+}
+
+/// A clean end takes the socket with it, so that clients find no observer.
+impl Drop for Observer<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(socket::OBSERVER);
+    }
+}

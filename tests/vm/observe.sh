@@ -1,0 +1,119 @@
+# The observer (1 LLC of 8 CPUs): `scx_sisutil observe` counts the kernel's
+# own placement with no sched_ext scheduler loaded. Against loads whose
+# answer is known: k busy loops pinned in the LLC make the kernel's
+# nr_idle_scan what SIS_UTIL's formula gives for its own sum (and that sum
+# about k CPUs' worth); a busy loop on every CPU leaves no idle CPU, so no
+# scan finds one and the depth is 0; an idle machine's wakeups find idle
+# CPUs and their waits are timed. Refusals: prop in the shadow, a second
+# observer, a loaded sched_ext scheduler, settings sent to it.
+# shape: 1x8
+. /tests/vm/lib.sh
+
+OBS_LOG=/tmp/observe.log
+
+# start_observer ARGS...: starts it in the background and waits for its socket.
+start_observer() {
+	$SCHED observe "$@" >"$OBS_LOG.out" 2>"$OBS_LOG" &
+	OBS_PID=$!
+	_t=300
+	while ! $SCHED stats --json >/dev/null 2>&1; do
+		_t=$((_t - 1))
+		if [ $_t -le 0 ] || ! kill -0 $OBS_PID 2>/dev/null; then
+			sed 's/^/#   /' "$OBS_LOG"
+			return 1
+		fi
+		sleep 0.2
+	done
+}
+
+# spin CPU...: a busy loop pinned to each CPU; SPINS gets their pids.
+spin() {
+	SPINS=
+	for _c in "$@"; do
+		taskset -c "$_c" sh -c 'while :; do :; done' &
+		SPINS="$SPINS $!"
+	done
+}
+
+unspin() {
+	kill $SPINS 2>/dev/null
+	wait $SPINS 2>/dev/null
+}
+
+# forks N CPUS: a shell kept on CPUS starting N short commands, whose
+# forks and wakeups go through the kernel's placement.
+forks() {
+	taskset -c "$2" sh -c "i=0; while [ \$i -lt $1 ]; do /bin/true; i=\$((i + 1)); done"
+}
+
+expect_error 1 "cannot judge prop" $SCHED observe --shadow prop
+check "observes with --shadow all" start_observer --shadow all
+expect_error 1 "already running" $SCHED observe
+check "no sched_ext scheduler was loaded by it" [ "$(state)" = disabled ]
+
+log "k = 4 busy loops pinned to CPUs 0-3: the kernel's depth follows its sum"
+spin 0 1 2 3
+sleep 3
+$SCHED reset-stats >/tmp/reset.out 2>&1
+check "reset-stats answers as the observer" grep -q "observing the kernel" /tmp/reset.out
+forks 300 4-7
+s=$($SCHED stats --json)
+unspin
+sum=$(json_field sum_util "$s")
+nr=$(json_field nr_idle_scan "$s")
+formula=$(json_field formula_nr_idle_scan "$s")
+log "sum_util $sum, kernel nr_idle_scan $nr, formula on that sum $formula, limits: $(json_array limit "$s")"
+check "the record names the kernel" [ "$(json_str policy "$s")" = kernel ]
+check "wakeups were placed and counted" [ "$(json_field wakeups "$s")" -gt 100 ]
+check "the LLC's sum is about 4 CPUs' worth (3600..5600)" within 3600 "$sum" 5600
+check "the kernel's nr_idle_scan is the formula's for its sum, within 1" within $((formula - 1)) "$nr" $((formula + 1))
+check "... and a middling depth (3..6 of 8)" within 3 "$nr" 6
+
+log "a busy loop on every CPU: no idle CPU to find"
+spin 0 1 2 3 4 5 6 7
+sleep 3
+$SCHED reset-stats >/dev/null
+hackbench -g 1 -l 50 >/tmp/hb.log 2>&1
+s=$($SCHED stats --json)
+unspin
+found=$(json_field idle_found "$s")
+missed=$(json_field idle_missed "$s")
+none=$(json_field no_idle "$s")
+set -- $(json_array limit "$s")
+log "scans $(json_field scans "$s"): found $found, missed $missed, none $none; limits: $*"
+check "hackbench completed" grep -q '^Time:' /tmp/hb.log
+check "scans had no idle CPU to find (>= 50)" [ "$none" -ge 50 ]
+check "no scan found an idle CPU" [ "$found" -eq 0 ]
+check "nor missed one" [ "$missed" -eq 0 ]
+check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(json_field scans "$s") * 9)) ]
+
+log "an idle machine: wakeups find idle CPUs, and their waits are timed"
+$SCHED reset-stats >/dev/null
+forks 200 0-7
+i=0
+while [ $i -lt 50 ]; do
+	sleep 0.01
+	i=$((i + 1))
+done
+s=$($SCHED stats --json)
+idle=$(json_rec idle count "$s")
+busy=$(json_field wake_busy "$s")
+log "wakeups $(json_field wakeups "$s"), busy $busy, idle-CPU waits ${idle:-0}"
+check "most wakeups went to an idle CPU" [ $((busy * 4)) -le "$(json_field wakeups "$s")" ]
+check "their waits were timed" [ "${idle:-0}" -gt 50 ]
+
+expect_error 1 "no settings to change" $SCHED set policy prop
+kill -INT $OBS_PID
+wait $OBS_PID
+OBS_RC=$?
+check "Ctrl-C ends it cleanly" [ "$OBS_RC" -eq 0 ]
+check "and takes its socket with it" [ ! -e /var/run/scx_sisutil/observe ]
+
+log "with scx_sisutil loaded, the observer refuses"
+if start_sched /tmp/sched.log --policy util; then
+	expect_error 1 "sched_ext scheduler is loaded" $SCHED observe
+	stop_sched
+else
+	fail "the scheduler loaded"
+fi
+finish
