@@ -163,11 +163,12 @@ pub enum Cmd {
 
 #[derive(Debug, Args)]
 pub struct ObserveOpts {
-    /// Judge these rules on the kernel's scans, from its own state: util
-    /// (at the kernel's nr_idle_scan), full, none, or "all" of those; prop
-    /// cannot be judged (the kernel keeps no SIS_PROP state since 6.6)
+    /// Judge these rules on the kernel's scans, without acting on them: a
+    /// comma-separated list of util (at the kernel's own nr_idle_scan), prop
+    /// (books from the kernel's avg_idle and the observer's walks), full,
+    /// none, or "all"
     #[arg(long, value_name = "RULES", default_value = "off",
-          value_parser = parse_observer_shadow)]
+          value_parser = |s: &str| s.parse::<Shadow>())]
     pub shadow: Shadow,
 
     /// Also print the statistics every SECS seconds
@@ -181,14 +182,6 @@ pub struct ObserveOpts {
     /// Verbose output, libbpf's included
     #[arg(short, long)]
     pub verbose: bool,
-}
-
-/// The observer's "all" is every rule it can judge.
-fn parse_observer_shadow(s: &str) -> Result<Shadow, String> {
-    if s == "all" {
-        return Ok(Shadow::of([Policy::Util, Policy::Full, Policy::None]));
-    }
-    s.parse::<Shadow>()
 }
 
 #[derive(Debug, Args)]

@@ -59,17 +59,6 @@ fn preflight() -> Result<()> {
     Ok(())
 }
 
-/// The rules the observer can judge on the kernel's scans: util at the
-/// kernel's own depth, full and none. SIS_PROP's state left the kernel
-/// with SIS_PROP (Linux 6.6), so there is none of the kernel's to judge
-/// prop from.
-fn check_shadow(shadow: &Shadow) -> Result<()> {
-    if shadow.rules().contains(&Policy::Prop) {
-        bail!("the observer cannot judge prop: the kernel keeps no SIS_PROP state since Linux 6.6 (use util, full, none)");
-    }
-    Ok(())
-}
-
 pub struct Observer<'a> {
     skel: BpfSkel<'a>,
     _links: Vec<libbpf_rs::Link>,
@@ -89,7 +78,6 @@ impl<'a> Observer<'a> {
         verbose: bool,
         open: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
-        check_shadow(shadow)?;
         preflight()?;
         info!(
             "scx_sisutil {} observing the kernel's wakeup placement",

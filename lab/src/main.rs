@@ -67,6 +67,10 @@ enum Cmd {
     /// Print one table (or verdict) of one or more results files, as the
     /// documents quote them
     Table(bench::cite::TableOpts),
+    /// The kernel's SIS_UTIL (an eevdf arm the observer counted) beside a
+    /// policy arm, per point: found-rate, depth, the depth distributions'
+    /// distance, waits
+    Fidelity(bench::fidelity::FidelityOpts),
     /// Check that every table a document quotes still matches its results
     /// (paths from the current folder: run it at the top of the repository)
     Docs {
@@ -128,6 +132,7 @@ fn run(cmd: Cmd) -> Result<()> {
             }
             bench::compare(&a, &b, alpha)
         }
+        Cmd::Fidelity(o) => bench::fidelity::run(&o),
         Cmd::Plot { results, out } => bench::replot(&results, out.as_deref()),
         Cmd::StudySummary { dir } => {
             let path = bench::study::summarize(&dir)?;

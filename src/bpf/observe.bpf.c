@@ -35,6 +35,7 @@
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
+#include "sis_prop.h"
 #include "wait_hist.h"
 
 char _license[] SEC("license") = "GPL";
@@ -93,6 +94,18 @@ struct {
 	__type(key, u32);
 	__type(value, struct sisu_rule_stats);
 } rule_stats SEC(".maps");
+
+/*
+ * SIS_PROP's books for the shadow prop, per CPU, as the kernel kept them
+ * in struct rq and the CPU's sched_domain until 6.6: from the kernel's own
+ * avg_idle, which it still keeps, and the observer's look-only walks.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct sisu_prop_books);
+} books SEC(".maps");
 
 /* What fentry saw that fexit cannot: select_idle_sibling() overwrites it. */
 struct entry {
@@ -270,6 +283,7 @@ struct walk {
 	u32 allowed;	/* CPUs of the LLC the task may use, target included */
 	u32 first_idle;	/* the step of the first idle one (1-based), 0 if none */
 	u32 step_of;	/* the step of the CPU asked about, 0 if not met */
+	u64 ns;		/* what the walk took */
 };
 
 /*
@@ -282,6 +296,7 @@ __noinline void walk_llc(u64 mask, s32 target, s32 cpu, struct walk *w)
 {
 	u32 llc = llc_of(target), width = width_of(llc), start, i;
 	u32 n = 0, first_idle = 0, step_of = 0;
+	u64 t0 = bpf_ktime_get_ns();
 
 	if (!w)
 		return;
@@ -308,6 +323,7 @@ __noinline void walk_llc(u64 mask, s32 target, s32 cpu, struct walk *w)
 	w->allowed = n;
 	w->first_idle = first_idle;
 	w->step_of = step_of;
+	w->ns = bpf_ktime_get_ns() - t0;
 }
 
 /*
@@ -332,35 +348,67 @@ static void count_hist(u64 *hist, u32 v)
 	hist[v]++;
 }
 
-/* A rule of depth @depth on this walk: found an idle CPU? Counted for the rule. */
-static bool judge(u32 rule, u32 depth, const struct walk *w, bool idle_existed)
+/*
+ * A rule that examines at most @budget CPUs (its depth limit @limit) on
+ * this walk: would it have found an idle CPU? Counted for the rule, with
+ * its share of the walk's time. Returns the CPUs it examines in @examined.
+ */
+static bool judge(u32 rule, u32 limit, u32 budget, const struct walk *w, bool idle_existed,
+		  u32 *examined)
 {
 	struct sisu_rule_stats *rs = bpf_map_lookup_elem(&rule_stats, &rule);
-	u32 examined = depth < w->allowed ? depth : w->allowed;
-	bool found = w->first_idle && w->first_idle <= depth;
+	bool found = w->first_idle && w->first_idle <= budget;
+	u32 e = budget < w->allowed ? budget : w->allowed;
 
 	if (found)
-		examined = w->first_idle;
+		e = w->first_idle;
+	*examined = e;
 	if (!rs)
 		return found;
 	rs->scans++;
 	COUNT_FOUND(rs->found, idle_existed, found);
-	rs->examined_sum += examined;
-	count_hist(rs->limit, depth);
-	count_hist(rs->examined, examined);
+	rs->examined_sum += e;
+	rs->scan_ns += e ? sis_prop_share(w->ns, e, w->allowed) : 0;
+	count_hist(rs->limit, limit);
+	count_hist(rs->examined, e);
+	return found;
+}
+
+/*
+ * SIS_PROP on this scan, from the waking CPU's books: its depth from the
+ * idle time left over the average scan cost; then charged what a scan to
+ * that depth would have cost, the walk's time shared by CPUs examined, as
+ * the scheduler charges its own shadow prop (sis_prop_share()).
+ */
+static bool judge_prop(u32 width, const struct walk *w, bool idle_existed)
+{
+	u32 zero = 0, examined;
+	struct sisu_prop_books *b = bpf_map_lookup_elem(&books, &zero);
+	u64 nr;
+	bool found;
+
+	if (!b)
+		return false;
+	sis_prop_age(b, bpf_jiffies64());
+	nr = sis_prop_nr(width, b->wake_avg_idle, b->avg_scan_cost);
+	/* Like the kernel's loop, it examines at most nr - 1 CPUs. */
+	found = judge(SISU_POL_PROP, nr, nr - 1, w, idle_existed, &examined);
+	sis_prop_charge(b, sis_prop_share(w->ns, examined, w->allowed));
 	return found;
 }
 
 /* The shadow rules on this scan: the set that would have found one. */
-static u32 judge_shadows(u32 depth, const struct walk *w, bool idle_existed)
+static u32 judge_shadows(u32 depth, u32 width, const struct walk *w, bool idle_existed)
 {
-	u32 set = 0;
+	u32 set = 0, e;
 
-	if ((shadows & (1U << SISU_POL_UTIL)) && judge(SISU_POL_UTIL, depth, w, idle_existed))
+	if ((shadows & (1U << SISU_POL_UTIL)) && judge(SISU_POL_UTIL, depth, depth, w, idle_existed, &e))
 		set |= 1U << SISU_POL_UTIL;
-	if ((shadows & (1U << SISU_POL_FULL)) && judge(SISU_POL_FULL, (u32)-1, w, idle_existed))
+	if ((shadows & (1U << SISU_POL_PROP)) && judge_prop(width, w, idle_existed))
+		set |= 1U << SISU_POL_PROP;
+	if ((shadows & (1U << SISU_POL_FULL)) && judge(SISU_POL_FULL, width, width, w, idle_existed, &e))
 		set |= 1U << SISU_POL_FULL;
-	if ((shadows & (1U << SISU_POL_NONE)) && judge(SISU_POL_NONE, 0, w, idle_existed))
+	if ((shadows & (1U << SISU_POL_NONE)) && judge(SISU_POL_NONE, 0, 0, w, idle_existed, &e))
 		set |= 1U << SISU_POL_NONE;
 	return set;
 }
@@ -414,12 +462,13 @@ static u32 count_scan(struct task_struct *p, s32 prev, s32 this, s32 cpu, bool f
 	count_hist(st->examined, examined);
 	count_hist(st->limit, depth);
 	if (existed && shadows) {
-		set = judge_shadows(depth, &w, existed) | (found ? 1U << SISU_ACTIVE_BIT : 0);
+		set = judge_shadows(depth, width_of(llc), &w, existed) |
+		      (found ? 1U << SISU_ACTIVE_BIT : 0);
 		n = MEMBER_VPTR(st->found_sets, [set & (SISU_FOUND_SETS - 1)]);
 		if (n)
 			(*n)++;
 	} else if (shadows) {
-		judge_shadows(depth, &w, existed);
+		judge_shadows(depth, width_of(llc), &w, existed);
 	}
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
 	if (ls) {
@@ -485,10 +534,31 @@ int BPF_PROG(observe_exit, struct task_struct *p, int prev_cpu, int wake_flags, 
 }
 
 /* The wait from placement to first run ends when the task is switched in. */
+/*
+ * A CPU that leaves idle gets SIS_PROP's fresh budget, half its average
+ * idle period, as ttwu_do_activate() gave it until 6.6; the kernel still
+ * updates avg_idle there, before this switch.
+ */
+static void idle_ends(void)
+{
+	u32 zero = 0;
+	struct sisu_prop_books *b = bpf_map_lookup_elem(&books, &zero);
+	struct rq *rq = bpf_this_cpu_ptr(&runqueues);
+
+	if (!b || !rq)
+		return;
+	b->wake_avg_idle = rq->avg_idle / 2;
+	b->wake_stamp = bpf_jiffies64();
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(observe_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct wake *wk = bpf_task_storage_get(&wakes, next, 0, 0);
+	struct wake *wk;
+
+	if ((shadows & (1U << SISU_POL_PROP)) && prev->pid == 0)
+		idle_ends();
+	wk = bpf_task_storage_get(&wakes, next, 0, 0);
 	struct sisu_llc_scans *ls;
 	struct sisu_stats *st;
 	u32 zero = 0, kind, llc;

@@ -4,8 +4,10 @@
 # nr_idle_scan what SIS_UTIL's formula gives for its own sum (and that sum
 # about k CPUs' worth); a busy loop on every CPU leaves no idle CPU, so no
 # scan finds one and the depth is 0; an idle machine's wakeups find idle
-# CPUs and their waits are timed. Refusals: prop in the shadow, a second
-# observer, a loaded sched_ext scheduler, settings sent to it.
+# CPUs and their waits are timed; shadow prop is judged on every scan, its
+# depth never below 4. Refusals: a second observer, a loaded sched_ext
+# scheduler, settings sent to it. The harness runs its eevdf arm under the
+# observer, its eevdf+bare arm without.
 # shape: 1x8
 . /tests/vm/lib.sh
 
@@ -46,7 +48,6 @@ forks() {
 	taskset -c "$2" sh -c "i=0; while [ \$i -lt $1 ]; do /bin/true; i=\$((i + 1)); done"
 }
 
-expect_error 1 "cannot judge prop" $SCHED observe --shadow prop
 check "observes with --shadow all" start_observer --shadow all
 expect_error 1 "already running" $SCHED observe
 check "no sched_ext scheduler was loaded by it" [ "$(state)" = disabled ]
@@ -86,6 +87,10 @@ check "scans had no idle CPU to find (>= 50)" [ "$none" -ge 50 ]
 check "no scan found an idle CPU" [ "$found" -eq 0 ]
 check "nor missed one" [ "$missed" -eq 0 ]
 check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(json_field scans "$s") * 9)) ]
+plimit=$(json_rec prop limit_mean "$s")
+log "shadow prop: judged $(json_rec prop judged "$s"), mean limit $plimit"
+check "shadow prop was judged on the scans" [ "$(json_rec prop judged "$s")" -eq "$(json_field scans "$s")" ]
+check "... never below SIS_PROP's floor of 4" [ "${plimit%%.*}" -ge 4 ]
 
 log "an idle machine: wakeups find idle CPUs, and their waits are timed"
 $SCHED reset-stats >/dev/null
@@ -108,6 +113,17 @@ wait $OBS_PID
 OBS_RC=$?
 check "Ctrl-C ends it cleanly" [ "$OBS_RC" -eq 0 ]
 check "and takes its socket with it" [ ! -e /var/run/scx_sisutil/observe ]
+
+log "the harness: eevdf runs under the observer, eevdf+bare without"
+$LAB bench --preset quick --arms eevdf,eevdf+bare --bench hackbench --groups 1 \
+	--iterations 2 --out /tmp/obsab >/tmp/obsab.out 2>/tmp/obsab.err
+check "the run completed" [ -s /tmp/obsab/results.json ]
+r=$(cat /tmp/obsab/results.json 2>/dev/null)
+kernel=$(printf '%s' "$r" | grep -o '"policy": *"kernel"' | wc -l)
+check "each eevdf sample, and no eevdf+bare one, carries the kernel's record (2)" [ "$kernel" -eq 2 ]
+check "the report gives the kernel's scan statistics" grep -q '1-groups  *eevdf  ' /tmp/obsab/report.txt
+check "... and its review tables" grep -q 'kernel able to find CPU' /tmp/obsab/report.txt
+check "the observer is gone after the run" [ ! -e /var/run/scx_sisutil/observe ]
 
 log "with scx_sisutil loaded, the observer refuses"
 if start_sched /tmp/sched.log --policy util; then

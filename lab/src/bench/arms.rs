@@ -22,10 +22,18 @@ pub const FEATURES: &str = "/sys/kernel/debug/sched/features";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ArmKind {
-    /// The kernel's fair class (EEVDF, with its SIS_UTIL).
-    Eevdf,
+    /// The kernel's fair class (EEVDF, with its SIS_UTIL), counted by
+    /// `scx_sisutil observe` where `observed` (arms saved before the
+    /// observer read as without it).
+    Eevdf {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        observed: bool,
+    },
     /// The same with the kernel's SIS_UTIL feature off.
-    EevdfNoSisUtil,
+    EevdfNoSisUtil {
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        observed: bool,
+    },
     /// This scheduler with a policy (and SIS_CACHE for a `+cache` arm,
     /// SIS_CURRENT for a `+current` one, one wakeup in N on record for a
     /// `+traceN` one; arms saved before them read as without).
@@ -89,6 +97,17 @@ impl Arm {
             arm.name = s.to_string();
             return Ok(arm);
         }
+        if let Some(base) = s.strip_suffix("+bare") {
+            let mut arm = Arm::parse(base)?;
+            match &mut arm.kind {
+                ArmKind::Eevdf { observed } | ArmKind::EevdfNoSisUtil { observed } => {
+                    *observed = false
+                }
+                _ => bail!("arm {s}: +bare needs eevdf or eevdf-nosisutil"),
+            }
+            arm.name = s.to_string();
+            return Ok(arm);
+        }
         for option in ["+cache", "+current"] {
             let Some(base) = s.strip_suffix(option) else {
                 continue;
@@ -109,8 +128,8 @@ impl Arm {
             return Ok(arm);
         }
         let kind = match s {
-            "eevdf" => ArmKind::Eevdf,
-            "eevdf-nosisutil" => ArmKind::EevdfNoSisUtil,
+            "eevdf" => ArmKind::Eevdf { observed: true },
+            "eevdf-nosisutil" => ArmKind::EevdfNoSisUtil { observed: true },
             _ => {
                 let (name, n) = s.split_once('=').unwrap_or((s, ""));
                 if name == "util-small" {
@@ -134,7 +153,7 @@ impl Arm {
                 } else {
                     let policy = s.parse::<Policy>().map_err(|_| {
                         anyhow!(
-                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, {}, util-small[=N], any of these but eevdf with +cache, +current or +traceN)",
+                            "unknown arm {s:?} (eevdf, eevdf-nosisutil, either with +bare, {}, util-small[=N], any of these but eevdf with +cache, +current or +traceN)",
                             Policy::names()
                         )
                     })?;
@@ -177,6 +196,20 @@ impl Arm {
 
     pub fn is_scx(&self) -> bool {
         matches!(self.kind, ArmKind::Scx { .. })
+    }
+
+    /// A kernel arm counted by the observer.
+    pub fn is_observed(&self) -> bool {
+        matches!(
+            self.kind,
+            ArmKind::Eevdf { observed: true } | ArmKind::EevdfNoSisUtil { observed: true }
+        )
+    }
+
+    /// Whether its samples carry the statistics record (this scheduler's,
+    /// or the observer's of the kernel).
+    pub fn has_stats(&self) -> bool {
+        self.is_scx() || self.is_observed()
     }
 
     /// One wakeup in how many this arm puts on record (0: none).
@@ -247,6 +280,11 @@ pub struct Machine {
     settle: Duration,
     sched: Option<Child>,
     external: Option<(String, Child)>,
+    /// `scx_sisutil observe`, while an observed kernel arm runs.
+    observer: Option<Child>,
+    /// Why the observer could not start, said once; kernel arms then run
+    /// without it.
+    observer_failed: Option<String>,
     /// The kernel's SIS_UTIL feature as found, to restore.
     sis_util_orig: Option<bool>,
     current: Option<String>,
@@ -261,6 +299,8 @@ impl Machine {
             settle,
             sched: None,
             external: None,
+            observer: None,
+            observer_failed: None,
             sis_util_orig: None,
             current: None,
         }
@@ -297,15 +337,17 @@ impl Machine {
         }
         let was_scx = self.sched.is_some();
         match &arm.kind {
-            ArmKind::Eevdf => {
+            ArmKind::Eevdf { observed } => {
                 self.stop_external()?;
                 self.stop_sched()?;
                 self.restore_sis_util()?;
+                self.observe(*observed)?;
             }
-            ArmKind::EevdfNoSisUtil => {
+            ArmKind::EevdfNoSisUtil { observed } => {
                 self.stop_external()?;
                 self.stop_sched()?;
                 self.set_sis_util(false)?;
+                self.observe(*observed)?;
             }
             ArmKind::Scx {
                 policy,
@@ -314,6 +356,7 @@ impl Machine {
                 sis_current,
                 ..
             } => {
+                self.stop_observer()?;
                 self.stop_external()?;
                 self.restore_sis_util()?;
                 self.start_sched()?;
@@ -331,6 +374,7 @@ impl Machine {
                     .with_context(|| format!("cannot stop the trace before {}", arm.name))?;
             }
             ArmKind::External { command } => {
+                self.stop_observer()?;
                 self.stop_sched()?;
                 self.restore_sis_util()?;
                 self.stop_external()?;
@@ -379,7 +423,10 @@ impl Machine {
         match arm.kind {
             ArmKind::External { .. } => self.stop_external(),
             ArmKind::Scx { .. } => self.stop_sched(),
-            ArmKind::Eevdf | ArmKind::EevdfNoSisUtil => self.restore_sis_util(),
+            ArmKind::Eevdf { .. } | ArmKind::EevdfNoSisUtil { .. } => {
+                let a = self.stop_observer();
+                self.restore_sis_util().and(a)
+            }
         }
     }
 
@@ -404,9 +451,19 @@ impl Machine {
                     bail!("{} is no longer loaded", arm.name);
                 }
             }
-            ArmKind::Eevdf | ArmKind::EevdfNoSisUtil => {
+            ArmKind::Eevdf { observed } | ArmKind::EevdfNoSisUtil { observed } => {
                 if sysfs::state() != "disabled" {
                     bail!("a sched_ext scheduler got loaded during the eevdf arm");
+                }
+                let lost = self
+                    .observer
+                    .as_mut()
+                    .is_some_and(|c| !matches!(c.try_wait(), Ok(None)));
+                if *observed && lost {
+                    bail!(
+                        "the observer is no longer running (its log: {})",
+                        log_tail(&self.log)
+                    );
                 }
             }
         }
@@ -447,6 +504,72 @@ impl Machine {
         }
         info!("scx_sisutil loaded; settling {:?}", self.settle);
         std::thread::sleep(self.settle);
+        Ok(())
+    }
+
+    /// Whether the kernel arm now running is counted by the observer.
+    pub fn observing(&self) -> bool {
+        self.observer.is_some()
+    }
+
+    /// Starts the observer, or stops it, for a kernel arm. One that cannot
+    /// start (a kernel without what it probes) is said once, and the
+    /// kernel arms run without it.
+    fn observe(&mut self, on: bool) -> Result<()> {
+        if !on {
+            return self.stop_observer();
+        }
+        if self.observer.is_some() || self.observer_failed.is_some() {
+            return Ok(());
+        }
+        if let Err(e) = self.start_observer() {
+            warn!("the kernel arms run without the observer: {e:#}");
+            self.observer_failed = Some(format!("{e:#}"));
+        }
+        Ok(())
+    }
+
+    fn start_observer(&mut self) -> Result<()> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("cannot open {}", self.log.display()))?;
+        let child = Command::new(&self.exe)
+            .args(["observe", "--shadow", "all"])
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .context("cannot start scx_sisutil observe")?;
+        self.observer = Some(child);
+        let log = self.log.clone();
+        let started = wait_until("the observer to load", Duration::from_secs(180), || {
+            if let Some(Ok(Some(st))) = self.observer.as_mut().map(|c| c.try_wait()) {
+                bail!(
+                    "the observer exited ({st}) while loading: {}",
+                    log_tail(&log)
+                );
+            }
+            Ok(
+                sisutil_proto::socket::connect_to(sisutil_proto::socket::OBSERVER, Some(200))
+                    .is_ok(),
+            )
+        });
+        if let Err(e) = started {
+            self.stop_observer()?;
+            return Err(e);
+        }
+        info!("observer loaded");
+        Ok(())
+    }
+
+    fn stop_observer(&mut self) -> Result<()> {
+        if let Some(mut child) = self.observer.take() {
+            if !stop_child(&mut child, Duration::from_secs(30)) {
+                warn!("the observer did not exit cleanly: {}", log_tail(&self.log));
+            }
+        }
         Ok(())
     }
 
@@ -522,7 +645,8 @@ impl Machine {
 
     /// Unloads whatever runs and restores the kernel's SIS_UTIL feature.
     pub fn shutdown(&mut self) -> Result<()> {
-        let a = self.stop_external();
+        let o = self.stop_observer();
+        let a = self.stop_external().and(o);
         let b = self.stop_sched();
         let c = self.restore_sis_util();
         self.current = None;
@@ -544,11 +668,21 @@ mod tests {
 
     #[test]
     fn parses_builtin_arms() {
-        assert_eq!(Arm::parse("eevdf").unwrap().kind, ArmKind::Eevdf);
+        assert_eq!(
+            Arm::parse("eevdf").unwrap().kind,
+            ArmKind::Eevdf { observed: true }
+        );
         assert_eq!(
             Arm::parse("eevdf-nosisutil").unwrap().kind,
-            ArmKind::EevdfNoSisUtil
+            ArmKind::EevdfNoSisUtil { observed: true }
         );
+        assert_eq!(
+            Arm::parse("eevdf+bare").unwrap().kind,
+            ArmKind::Eevdf { observed: false }
+        );
+        assert!(!Arm::parse("eevdf-nosisutil+bare").unwrap().has_stats());
+        assert!(Arm::parse("eevdf#2").unwrap().has_stats());
+        assert!(Arm::parse("util+bare").is_err());
         assert_eq!(
             Arm::parse("prop").unwrap().kind,
             ArmKind::Scx {
@@ -638,7 +772,10 @@ mod tests {
         let again = Arm::parse("util+cache#2").unwrap();
         assert_eq!(again.name, "util+cache#2");
         assert_eq!(again.kind, Arm::parse("util+cache").unwrap().kind);
-        assert_eq!(Arm::parse("eevdf#b").unwrap().kind, ArmKind::Eevdf);
+        assert_eq!(
+            Arm::parse("eevdf#b").unwrap().kind,
+            ArmKind::Eevdf { observed: true }
+        );
         assert!(Arm::parse("util#").is_err());
         assert!(Arm::parse("util#a b").is_err());
         assert!(Arm::parse("fast#2").is_err());
@@ -658,6 +795,14 @@ mod tests {
         assert!(Arm::parse_external("=cmd").is_err());
         assert!(Arm::parse_external("x=  ").is_err());
         assert!(Arm::parse_external("util=scx_other").is_err());
+    }
+
+    #[test]
+    fn kernel_arms_saved_before_the_observer_read_as_unobserved() {
+        let old: Arm = serde_json::from_str(r#"{"name":"eevdf","kind":"eevdf"}"#).unwrap();
+        assert_eq!(old.kind, ArmKind::Eevdf { observed: false });
+        let j = serde_json::to_string(&Arm::parse("eevdf").unwrap()).unwrap();
+        assert_eq!(j, r#"{"name":"eevdf","kind":"eevdf","observed":true}"#);
     }
 
     #[test]

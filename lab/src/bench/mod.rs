@@ -6,6 +6,7 @@
 
 pub mod arms;
 pub mod cite;
+pub mod fidelity;
 #[cfg(test)]
 mod fixture;
 mod layouts;

@@ -242,7 +242,7 @@ pub fn metric_chart(r: &Results, section: &str) -> Option<Chart> {
 /// Share of scans per depth for each scheduler arm over a section's runs:
 /// of CPUs examined (`limit` false) or of the policy's depth limit.
 pub fn depth_chart(r: &Results, section: &str, limit: bool) -> Option<Chart> {
-    let arms: Vec<_> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let arms = report::counted_arms(r, section);
     let mut sums: Vec<Vec<u64>> = vec![Vec::new(); arms.len()];
     for p in r.section_points(section) {
         for (k, a) in arms.iter().enumerate() {
@@ -309,7 +309,7 @@ pub fn depth_chart(r: &Results, section: &str, limit: bool) -> Option<Chart> {
 /// 99th percentile for each scheduler arm, from every run's histograms.
 pub fn waits_chart(r: &Results, section: &str) -> Option<Chart> {
     use sisutil_proto::waits;
-    let arms: Vec<_> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let arms = report::counted_arms(r, section);
     let mut groups = Vec::new();
     let mut values = Vec::new();
     for p in r.section_points(section) {

@@ -77,9 +77,27 @@ pub fn hist_mean(h: &[u64]) -> f64 {
         / n as f64
 }
 
-/// What the scheduler saw during a section's runs, per point and scx arm.
+/// The arms whose samples in @section carry the statistics record: this
+/// scheduler's, and the kernel's where the observer counted it.
+pub fn counted_arms<'a>(r: &'a Results, section: &str) -> Vec<&'a Arm> {
+    let points = r.section_points(section);
+    r.arms
+        .iter()
+        .filter(|a| a.has_stats())
+        .filter(|a| {
+            points.iter().any(|p| {
+                p.samples
+                    .get(&a.name)
+                    .is_some_and(|ss| ss.iter().any(|s| s.stats.is_some()))
+            })
+        })
+        .collect()
+}
+
+/// What the scheduler (or the kernel, observed) saw during a section's
+/// runs, per point and counted arm.
 pub fn scan_table(r: &Results, section: &str) -> Option<String> {
-    let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let scx = counted_arms(r, section);
     if scx.is_empty() {
         return None;
     }
@@ -161,7 +179,7 @@ pub fn summed_waits(samples: &[Sample], kind: &str) -> Vec<u64> {
 /// arm, by what the placement found (`summed_waits`).
 pub fn waits_table(r: &Results, section: &str) -> Option<String> {
     use sisutil_proto::waits;
-    let scx: Vec<&Arm> = r.arms.iter().filter(|a| a.is_scx()).collect();
+    let scx = counted_arms(r, section);
     let mut rows = vec![vec!["point".to_string(), "arm".to_string()]];
     for k in SCAN_WAITS {
         rows[0].extend([format!("{k} n"), format!("{k} p50"), format!("{k} p99")]);
@@ -263,7 +281,7 @@ fn add_hist(a: &mut Vec<u64>, b: &[u64]) {
 
 /// The scan counters of several runs of one arm, summed: what the review's
 /// tables count.
-fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
+pub fn summed<'a>(mut runs: impl Iterator<Item = &'a Metrics>) -> Option<Metrics> {
     let mut t = runs.next()?.clone();
     for m in runs {
         t.scans += m.scans;

@@ -227,7 +227,8 @@ impl Runner<'_> {
                 return self.benchmark_failed(e, needs_db, iteration);
             }
         }
-        if arm.is_scx() {
+        let counted = arm.is_scx() || (arm.is_observed() && machine.observing());
+        if counted {
             machine.reset_stats()?;
         }
         let trace = (arm.trace_every() > 0).then(|| trace_folder(point, arm));
@@ -261,7 +262,7 @@ impl Runner<'_> {
                     .map(|s| Sample { trace, ..s })
             }
         };
-        let stats = if arm.is_scx() {
+        let stats = if counted {
             Some(machine.fetch_stats()?)
         } else {
             None
@@ -370,7 +371,10 @@ fn preflight(arms: &[Arm], matrix: &Matrix) -> Result<()> {
     if needs_scx && sysfs::state() != "disabled" {
         bail!("a sched_ext scheduler is already loaded; stop it before an A/B run");
     }
-    if arms.iter().any(|a| a.kind == ArmKind::EevdfNoSisUtil) {
+    if arms
+        .iter()
+        .any(|a| matches!(a.kind, ArmKind::EevdfNoSisUtil { .. }))
+    {
         Machine::sis_util().context("arm eevdf-nosisutil")?;
     }
     for f in &matrix.families {

@@ -163,7 +163,7 @@ fn search_chart(s: &Shape, what: Search, title: &str, y_label: &str) -> Option<C
     let arms: Vec<&str> = first
         .arms
         .iter()
-        .filter(|a| a.is_scx())
+        .filter(|a| a.has_stats())
         .map(|a| a.name.as_str())
         .collect();
     let pts: Vec<_> = s.ab.iter().flat_map(|r| &r.points).collect();
