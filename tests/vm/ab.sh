@@ -22,6 +22,7 @@ check "one row per point with the baseline at 0.00 pct" \
 	[ "$(grep -Ec '^ *(1|2)-groups: .*\(0\.00 pct\)' /tmp/ab.out)" -eq 2 ]
 check "the method is stated" grep -q "Welch's t-test at p < 0.05" /tmp/ab.out
 check "scan statistics for util" grep -Eq "^ *1-groups +util " /tmp/ab.out
+check "and for the kernel, observed" grep -Eq "^ *1-groups +eevdf " /tmp/ab.out
 check "progress was shown" grep -q "\[  12/12\]" /tmp/ab.err
 check "report.txt holds the table" grep -q "Test:" $R/report.txt
 
@@ -32,8 +33,8 @@ check "its format is named" grep -q '"format": "scx_sisutil-ab/1"' $J
 check "it records the kernel" grep -q "\"kernel\": \"$(uname -r)\"" $J
 check "it records the topology" grep -q '"topology": "2 nodes x 1 LLC x 4 CPUs' $J
 check "3 points x 2 iterations x 2 arms = 12 samples" [ "$(grep -c '"iteration":' $J)" -eq 12 ]
-check "eevdf samples carry no scheduler stats" [ "$(grep -c '"stats": null' $J)" -eq 6 ]
-check "util samples carry the scheduler's counters" [ "$(grep -c '"wakeups":' $J)" -eq 6 ]
+check "every sample carries the counters" [ "$(grep -c '"wakeups":' $J)" -eq 12 ]
+check "eevdf's are the kernel's, from the observer" [ "$(grep -c '"policy": "kernel"' $J)" -eq 6 ]
 # Every measurement is positive, not all equal, and no longer than the
 # process that reported it ran.
 awk '
