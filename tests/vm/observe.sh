@@ -89,7 +89,9 @@ check "nor missed one" [ "$missed" -eq 0 ]
 check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(json_field scans "$s") * 9)) ]
 plimit=$(json_rec prop limit_mean "$s")
 log "shadow prop: judged $(json_rec prop judged "$s"), mean limit $plimit"
-check "shadow prop was judged on the scans" [ "$(json_rec prop judged "$s")" -eq "$(json_field scans "$s")" ]
+# The two counters are read a moment apart while the spinners' CPUs still
+# wake kernel threads: near, not equal.
+check "shadow prop was judged on the scans" near "$(json_rec prop judged "$s")" "$(json_field scans "$s")"
 check "... never below SIS_PROP's floor of 4" [ "${plimit%%.*}" -ge 4 ]
 
 log "an idle machine: wakeups find idle CPUs, and their waits are timed"
