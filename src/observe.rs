@@ -32,9 +32,6 @@ use sisutil_proto::{socket, sysfs};
 /// The longest a request waits for the loop to wake.
 const SERVE_EVERY: Duration = Duration::from_millis(50);
 
-/// The name the observer's record gives the placement it counts.
-pub const KERNEL: &str = "kernel";
-
 /// Refuses to observe where nothing or the wrong thing would be seen.
 fn preflight() -> Result<()> {
     sysfs::require_root("must run as root: loading BPF probes needs CAP_BPF and CAP_PERFMON")?;
@@ -255,7 +252,7 @@ impl<'a> Observer<'a> {
             })
             .collect::<Result<Vec<_>>>()?;
         let ctx = stats::Context {
-            policy: KERNEL.to_string(),
+            policy: sisutil_proto::stats::KERNEL.to_string(),
             small_llc: 0,
             switches: 0,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),

@@ -210,6 +210,9 @@ impl WaitMetrics {
     }
 }
 
+/// The `policy` of the observer's record: the kernel's own placement.
+pub const KERNEL: &str = "kernel";
+
 /// The names of the wait kinds, in BPF's `enum sisu_wait` order.
 pub const WAIT_KINDS: [&str; 5] = ["idle", "found", "missed", "none", "current"];
 

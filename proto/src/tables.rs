@@ -78,7 +78,11 @@ impl Metrics {
             self.rescued,
             self.rcu_readers
         )?;
-        writeln!(w, "{}", self.taken_line())?;
+        // The kernel places a task on the CPU it chose, taken or not: no
+        // hand-back to count.
+        if self.policy != crate::stats::KERNEL {
+            writeln!(w, "{}", self.taken_line())?;
+        }
         if self.sis_cache > 0 || self.cache_kept > 0 {
             writeln!(
                 w,
@@ -537,6 +541,21 @@ mod tests {
         assert!(rows[2].contains("no idle CPU to find"), "{t}");
         // A shadow rule's row is "| none | ...": the kinds do not read as one.
         assert!(!t.lines().any(|l| l.starts_with("| none")), "{t}");
+    }
+
+    #[test]
+    fn the_kernels_record_has_no_taken_line() {
+        let text = |policy: &str| {
+            let m = Metrics {
+                policy: policy.into(),
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            m.format(&mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(text("util").contains("found CPUs taken"));
+        assert!(!text(crate::stats::KERNEL).contains("found CPUs taken"));
     }
 
     #[test]
