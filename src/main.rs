@@ -19,7 +19,7 @@ mod stats;
 mod trace;
 mod utilisation;
 
-use sisutil_proto::{console, control, monitor, sysfs};
+use sisutil_proto::{console, control, monitor};
 
 use std::mem::MaybeUninit;
 use std::process::ExitCode;
@@ -100,7 +100,7 @@ fn run(opts: Opts) -> Result<()> {
             Ok(())
         }
         Some(Cmd::Stats { json }) => {
-            sysfs::require_instance()?;
+            sisutil_proto::socket::require_instance()?;
             monitor::print_once(json)
         }
         Some(Cmd::ResetStats) => {
@@ -178,7 +178,7 @@ fn shutdown_flag() -> Result<Arc<AtomicBool>> {
 }
 
 fn monitor(secs: f64, json: bool) -> Result<()> {
-    sysfs::require_instance()?;
+    sisutil_proto::socket::require_instance()?;
     monitor::monitor(Duration::from_secs_f64(secs), json, shutdown_flag()?)
 }
 

@@ -301,7 +301,7 @@ pub fn send(change: &Change) -> Result<Status> {
     sysfs::require_root("only root may change the running scheduler's settings")?;
     // An observer answers a status request and a reset, and refuses the
     // rest with its reason.
-    sysfs::require_instance()?;
+    socket::require_instance()?;
     let mut client = socket::connect(None)?;
     match client.request::<Status>(REQUEST, change.to_args()) {
         Ok(status) => Ok(status),

@@ -39,3 +39,14 @@ pub fn connect_to(path: &str, timeout_ms: Option<u64>) -> Result<scx_stats::prel
             )
         })
 }
+
+/// Refuses when neither scx_sisutil's scheduler nor its observer runs:
+/// what a client that only reads statistics, or resets them, asks.
+pub fn require_instance() -> Result<()> {
+    let observer = std::path::Path::new(OBSERVER).exists()
+        && matches!(crate::sysfs::state().as_str(), "" | "disabled");
+    if !crate::sysfs::ours_enabled() && !observer {
+        anyhow::bail!(crate::sysfs::NOT_RUNNING);
+    }
+    Ok(())
+}

@@ -72,14 +72,3 @@ pub fn require_ours() -> Result<()> {
     }
     Ok(())
 }
-
-/// Refuses when neither scx_sisutil's scheduler nor its observer runs:
-/// what a client that only reads statistics, or resets them, asks.
-pub fn require_instance() -> Result<()> {
-    let observer =
-        Path::new(crate::socket::OBSERVER).exists() && matches!(state().as_str(), "" | "disabled");
-    if !ours_enabled() && !observer {
-        bail!(NOT_RUNNING);
-    }
-    Ok(())
-}
