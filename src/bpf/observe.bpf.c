@@ -36,7 +36,7 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "sis_prop.h"
-#include "wait_hist.h"
+#include "wait_count.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -554,16 +554,15 @@ static void idle_ends(void)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(observe_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	struct sisu_llc_scans *ls;
+	struct sisu_stats *st;
+	u32 zero = 0, kind, llc;
 	struct wake *wk;
+	u64 w;
 
 	if ((shadows & (1U << SISU_POL_PROP)) && prev->pid == 0)
 		idle_ends();
 	wk = bpf_task_storage_get(&wakes, next, 0, 0);
-	struct sisu_llc_scans *ls;
-	struct sisu_stats *st;
-	u32 zero = 0, kind, llc;
-	u64 w, *n;
-
 	if (!wk || !wk->woke_at)
 		return 0;
 	w = bpf_ktime_get_ns() - wk->woke_at;
@@ -571,32 +570,12 @@ int BPF_PROG(observe_switch, bool preempt, struct task_struct *prev, struct task
 	kind = wk->kind;
 	llc = wk->llc;
 	st = bpf_map_lookup_elem(&stats, &zero);
-	if (st) {
-		n = MEMBER_VPTR(st->waits, [kind]);
-		if (n)
-			(*n)++;
-		n = MEMBER_VPTR(st->wait_ns, [kind]);
-		if (n)
-			*n += w;
-		n = MEMBER_VPTR(st->wait_hist, [kind][wait_slot(w)]);
-		if (n)
-			(*n)++;
-	}
-	if (kind != SISU_WAIT_MISSED && kind != SISU_WAIT_NONE && kind != SISU_WAIT_FOUND)
+	if (st)
+		wait_count(st, kind, w);
+	if (!wait_after_scan(kind))
 		return 0;
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
-	if (!ls)
-		return 0;
-	if (kind == SISU_WAIT_FOUND) {
-		ls->found_waits++;
-		ls->found_wait_ns += w;
-		return 0;
-	}
-	ls->queued_waits++;
-	ls->queued_wait_ns += w;
-	if (kind == SISU_WAIT_MISSED) {
-		ls->missed_waits++;
-		ls->missed_wait_ns += w;
-	}
+	if (ls)
+		wait_count_llc(ls, kind, w);
 	return 0;
 }

@@ -12,7 +12,7 @@
  */
 
 #include "sisutil.bpf.h"
-#include "wait_hist.h"
+#include "wait_count.h"
 
 /* --- the wake target ------------------------------------------------ */
 
@@ -896,7 +896,7 @@ __hidden void wait_end(struct task_struct *p, u64 now)
 	struct task_ctx *tctx;
 	struct sisu_stats *st;
 	u32 kind, llc;
-	u64 w, *n;
+	u64 w;
 
 	if (!stats_on && active_policy() != SISU_POL_AUTO && !cfg.trace_every)
 		return;
@@ -910,33 +910,13 @@ __hidden void wait_end(struct task_struct *p, u64 now)
 	kind = tctx->wake_kind;
 	llc = tctx->wake_llc;
 	st = stats_of(active_policy());
-	if (st) {
-		n = MEMBER_VPTR(st->waits, [kind]);
-		if (n)
-			(*n)++;
-		n = MEMBER_VPTR(st->wait_ns, [kind]);
-		if (n)
-			*n += w;
-		n = MEMBER_VPTR(st->wait_hist, [kind][wait_slot(w)]);
-		if (n)
-			(*n)++;
-	}
-	if (kind != SISU_WAIT_MISSED && kind != SISU_WAIT_NONE && kind != SISU_WAIT_FOUND)
+	if (st)
+		wait_count(st, kind, w);
+	if (!wait_after_scan(kind))
 		return;
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
-	if (!ls)
-		return;
-	if (kind == SISU_WAIT_FOUND) {
-		ls->found_waits++;
-		ls->found_wait_ns += w;
-		return;
-	}
-	ls->queued_waits++;
-	ls->queued_wait_ns += w;
-	if (kind == SISU_WAIT_MISSED) {
-		ls->missed_waits++;
-		ls->missed_wait_ns += w;
-	}
+	if (ls)
+		wait_count_llc(ls, kind, w);
 }
 
 /* --- fork ----------------------------------------------------------- */
