@@ -26,7 +26,7 @@ use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
 use sisutil_proto::control::{Change, Settings, Status};
 use sisutil_proto::policy::Shadow;
-use sisutil_proto::topology::{self, Layout};
+use sisutil_proto::topology::Layout;
 use sisutil_proto::{socket, sysfs};
 
 /// The longest a request waits for the loop to wake.
@@ -275,36 +275,24 @@ impl<'a> Observer<'a> {
             .iter()
             .enumerate()
             .map(|(i, llc)| {
-                let seen = match (scans.get(i), self.baseline_llc.get(i)) {
-                    (Some(now), Some(base)) => now.since(base),
-                    (Some(now), None) => now.clone(),
-                    _ => LlcCounters::default(),
-                }
-                .view();
+                let seen = stats::llc_seen(scans, &self.baseline_llc, i);
                 // SAFETY: a copy of a record BPF rewrites now and then; a
                 // torn copy mixes two samples of the same LLC.
                 let k = unsafe { ptr::read_volatile(&bss.kllcs[i]) };
                 let width = llc.cpus.len() as u64;
                 LlcMetrics {
-                    index: i as u64,
-                    cpus: topology::cpulist(&llc.cpus),
-                    width,
-                    util_pct: 100.0 * k.sum_util as f64
-                        / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64,
-                    sum_util: k.sum_util as u64,
-                    nr_idle_scan: k.nr_idle_scan as u64,
-                    has_idle_cores: k.has_idle_cores as u64,
                     kernel_util_avg: k.sd_util_avg,
                     kernel_capacity: k.sd_capacity,
                     formula_nr_idle_scan: policy::nr_idle_scan(k.sum_util as u64, width),
                     kernel_llc_size: k.llc_size as u64,
-                    scanned: seen.scans,
-                    found: seen.found[1][1],
-                    missed: seen.found[1][0],
-                    found_pct: stats::llc_found_pct(&seen),
-                    missed_wait_us: stats::ratio(seen.missed_wait_ns, seen.missed_waits) / 1000.0,
-                    found_wait_us: stats::ratio(seen.found_wait_ns, seen.found_waits) / 1000.0,
-                    ..LlcMetrics::default()
+                    ..stats::llc_record(
+                        i,
+                        &llc.cpus,
+                        &seen,
+                        k.sum_util,
+                        k.nr_idle_scan,
+                        k.has_idle_cores,
+                    )
                 }
             })
             .collect()

@@ -30,7 +30,7 @@ use crate::trace::{self, Tracer};
 use crate::utilisation::{self, Tracker};
 use sisutil_proto::control::{Change, Settings, Status, TraceCmd};
 use sisutil_proto::sysfs;
-use sisutil_proto::topology::{self, Layout, Span};
+use sisutil_proto::topology::{Layout, Span};
 
 const ACTIVE: usize = bpf_intf::sisu_book_SISU_BOOK_ACTIVE as usize;
 const SHADOW: usize = bpf_intf::sisu_book_SISU_BOOK_SHADOW as usize;
@@ -530,12 +530,7 @@ impl<'a> Scheduler<'a> {
             .iter()
             .enumerate()
             .map(|(i, llc)| {
-                let seen = match (scans.get(i), self.baseline_llc.get(i)) {
-                    (Some(now), Some(base)) => now.since(base),
-                    (Some(now), None) => now.clone(),
-                    _ => LlcCounters::default(),
-                }
-                .view();
+                let seen = stats::llc_seen(scans, &self.baseline_llc, i);
                 let auto = self
                     .auto
                     .llcs
@@ -547,25 +542,11 @@ impl<'a> Scheduler<'a> {
                     llc.cpus.iter().map(|&c| f(&bss.cpus[c])).sum::<u64>() / width.max(1)
                 };
                 LlcMetrics {
-                    index: i as u64,
-                    cpus: topology::cpulist(&llc.cpus),
-                    width,
-                    util_pct: 100.0 * rec.sum_util as f64
-                        / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64,
-                    sum_util: rec.sum_util as u64,
-                    nr_idle_scan: rec.nr_idle_scan as u64,
-                    has_idle_cores: rec.has_idle_cores as u64,
                     prop_avg_scan_cost_ns: mean(|c| c.prop[ACTIVE].avg_scan_cost),
                     prop_wake_avg_idle_ns: mean(|c| c.prop[ACTIVE].wake_avg_idle),
                     shadow_prop_avg_scan_cost_ns: mean(|c| c.prop[SHADOW].avg_scan_cost),
                     shadow_prop_wake_avg_idle_ns: mean(|c| c.prop[SHADOW].wake_avg_idle),
                     prop_avg_idle_ns: mean(|c| c.avg_idle),
-                    scanned: seen.scans,
-                    found: seen.found[1][1],
-                    missed: seen.found[1][0],
-                    found_pct: stats::llc_found_pct(&seen),
-                    missed_wait_us: stats::ratio(seen.missed_wait_ns, seen.missed_waits) / 1000.0,
-                    found_wait_us: stats::ratio(seen.found_wait_ns, seen.found_waits) / 1000.0,
                     auto_rule: auto.map(|a| a.rule.to_string()).unwrap_or_default(),
                     auto_switches: auto.map_or(0, |a| a.switches),
                     auto_saved_us: auto.and_then(|a| a.sums.saved_ns()).unwrap_or(0.0) / 1000.0,
@@ -576,7 +557,14 @@ impl<'a> Scheduler<'a> {
                         .and_then(|a| a.sums.gains())
                         .map(|g| g.to_vec())
                         .unwrap_or_default(),
-                    ..LlcMetrics::default()
+                    ..stats::llc_record(
+                        i,
+                        &llc.cpus,
+                        &seen,
+                        rec.sum_util,
+                        rec.nr_idle_scan,
+                        rec.has_idle_cores,
+                    )
                 }
             })
             .collect()

@@ -117,6 +117,47 @@ pub fn llc_found_pct(l: &bpf_intf::sisu_llc_scans) -> f64 {
     100.0 * ratio(l.found[1][1], l.found[1][1] + l.found[1][0])
 }
 
+/// LLC @i's scan outcomes counted since @base (all of them where @base
+/// has no record).
+pub fn llc_seen(scans: &[LlcCounters], base: &[LlcCounters], i: usize) -> bpf_intf::sisu_llc_scans {
+    match (scans.get(i), base.get(i)) {
+        (Some(now), Some(base)) => now.since(base),
+        (Some(now), None) => now.clone(),
+        _ => LlcCounters::default(),
+    }
+    .view()
+}
+
+/// The record of LLC @i of @cpus, with its scan outcomes @seen and the
+/// LLC's state @sum_util, @nr_idle_scan and @has_idle_cores; what the
+/// scheduler and the observer fill alike. The rest is theirs to add.
+pub fn llc_record(
+    i: usize,
+    cpus: &[usize],
+    seen: &bpf_intf::sisu_llc_scans,
+    sum_util: u32,
+    nr_idle_scan: u32,
+    has_idle_cores: u32,
+) -> LlcMetrics {
+    let width = cpus.len() as u64;
+    LlcMetrics {
+        index: i as u64,
+        cpus: sisutil_proto::topology::cpulist(cpus),
+        width,
+        util_pct: 100.0 * sum_util as f64 / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64,
+        sum_util: sum_util as u64,
+        nr_idle_scan: nr_idle_scan as u64,
+        has_idle_cores: has_idle_cores as u64,
+        scanned: seen.scans,
+        found: seen.found[1][1],
+        missed: seen.found[1][0],
+        found_pct: llc_found_pct(seen),
+        missed_wait_us: ratio(seen.missed_wait_ns, seen.missed_waits) / 1000.0,
+        found_wait_us: ratio(seen.found_wait_ns, seen.found_waits) / 1000.0,
+        ..LlcMetrics::default()
+    }
+}
+
 /// Folds a histogram into `top + 1` slots, the last holding `top` and more.
 pub fn fold_hist(hist: &[u64], top: usize) -> Vec<u64> {
     let top = top.min(SLOTS - 1);
