@@ -470,23 +470,27 @@ impl Machine {
         Ok(())
     }
 
-    fn start_sched(&mut self) -> Result<()> {
-        if self.sched.is_some() {
-            return Ok(());
-        }
+    /// Starts @cmd with its output appended to the run's log.
+    fn spawn_logged(&self, mut cmd: Command) -> Result<Child> {
         let log = File::options()
             .create(true)
             .append(true)
             .open(&self.log)
             .with_context(|| format!("cannot open {}", self.log.display()))?;
-        let child = Command::new(&self.exe)
-            .args(["--policy", "util"])
-            .args(&self.sched_args)
+        Ok(cmd
             .stdout(log.try_clone()?)
             .stderr(log)
             .stdin(Stdio::null())
-            .spawn()
-            .context("cannot start scx_sisutil")?;
+            .spawn()?)
+    }
+
+    fn start_sched(&mut self) -> Result<()> {
+        if self.sched.is_some() {
+            return Ok(());
+        }
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["--policy", "util"]).args(&self.sched_args);
+        let child = self.spawn_logged(cmd).context("cannot start scx_sisutil")?;
         self.sched = Some(child);
         let log = self.log.clone();
         let started = wait_until("scx_sisutil to load", Duration::from_secs(180), || {
@@ -530,17 +534,10 @@ impl Machine {
     }
 
     fn start_observer(&mut self) -> Result<()> {
-        let log = File::options()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .with_context(|| format!("cannot open {}", self.log.display()))?;
-        let child = Command::new(&self.exe)
-            .args(["observe", "--shadow", "all"])
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .stdin(Stdio::null())
-            .spawn()
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["observe", "--shadow", "all"]);
+        let child = self
+            .spawn_logged(cmd)
             .context("cannot start scx_sisutil observe")?;
         self.observer = Some(child);
         let log = self.log.clone();
@@ -586,13 +583,10 @@ impl Machine {
     }
 
     fn start_external(&mut self, name: &str, command: &str) -> Result<()> {
-        let log = File::options().create(true).append(true).open(&self.log)?;
-        let child = Command::new("sh")
-            .args(["-c", command])
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .stdin(Stdio::null())
-            .spawn()
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", command]);
+        let child = self
+            .spawn_logged(cmd)
             .with_context(|| format!("cannot start arm {name}"))?;
         self.external = Some((name.to_string(), child));
         let started = wait_until(&format!("{name} to load"), Duration::from_secs(180), || {
