@@ -179,6 +179,12 @@ pub struct ObserveOpts {
     #[arg(long)]
     pub json: bool,
 
+    /// Turn on the kernel's BPF run-time statistics while observing, and
+    /// report each probe's time per call with the statistics: what the
+    /// observer adds to every wakeup and switch
+    #[arg(long)]
+    pub bpf_stats: bool,
+
     /// Verbose output, libbpf's included
     #[arg(short, long)]
     pub verbose: bool,

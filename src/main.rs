@@ -186,7 +186,7 @@ fn monitor(secs: f64, json: bool) -> Result<()> {
 fn observe(o: &cli::ObserveOpts) -> Result<()> {
     let shutdown = shutdown_flag()?;
     let mut open_object = MaybeUninit::uninit();
-    let mut obs = observe::Observer::init(&o.shadow, o.verbose, &mut open_object)?;
+    let mut obs = observe::Observer::init(&o.shadow, o.bpf_stats, o.verbose, &mut open_object)?;
     if let Some(secs) = o.stats {
         let (flag, json) = (shutdown.clone(), o.json);
         std::thread::spawn(move || {

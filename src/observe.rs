@@ -6,6 +6,7 @@
 //! scx_sisutil scheduler runs.
 
 use std::mem::MaybeUninit;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,7 @@ use scx_utils::Topology;
 
 use crate::bpf_intf;
 use crate::observe_skel::{BpfSkel, BpfSkelBuilder};
+use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy};
 use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
@@ -28,6 +30,13 @@ use sisutil_proto::control::{Change, Settings, Status};
 use sisutil_proto::policy::Shadow;
 use sisutil_proto::topology::Layout;
 use sisutil_proto::{socket, sysfs};
+
+/// The probes, by what they see, as the statistics' ops name them.
+const PROBES: [&str; 3] = [
+    "select_task_rq_fair_entry",
+    "select_task_rq_fair_exit",
+    "sched_switch",
+];
 
 /// The longest a request waits for the loop to wake.
 const SERVE_EVERY: Duration = Duration::from_millis(50);
@@ -61,6 +70,8 @@ pub struct Observer<'a> {
     _links: Vec<libbpf_rs::Link>,
     layout: Layout,
     shadow: Shadow,
+    _bpf_stats: Option<op_time::Enabled>,
+    baseline_rt: Vec<OpTime>,
     baseline: Counters,
     baseline_llc: Vec<LlcCounters>,
     baseline_rules: Vec<RuleCounters>,
@@ -70,12 +81,20 @@ pub struct Observer<'a> {
 }
 
 impl<'a> Observer<'a> {
+    /// Loads and attaches the probes, judging the rules in @shadow; with
+    /// @bpf_stats the kernel times them.
     pub fn init(
         shadow: &Shadow,
+        bpf_stats: bool,
         verbose: bool,
         open: &'a mut MaybeUninit<OpenObject>,
     ) -> Result<Self> {
         preflight()?;
+        let bpf_stats = if bpf_stats {
+            Some(op_time::enable()?)
+        } else {
+            None
+        };
         info!(
             "scx_sisutil {} observing the kernel's wakeup placement",
             crate::sched::version()
@@ -103,6 +122,8 @@ impl<'a> Observer<'a> {
             _links: links,
             layout,
             shadow: shadow.clone(),
+            _bpf_stats: bpf_stats,
+            baseline_rt: Vec::new(),
             baseline: Counters::default(),
             baseline_llc: Vec::new(),
             baseline_rules: Vec::new(),
@@ -229,6 +250,7 @@ impl<'a> Observer<'a> {
     fn restart_counting(&mut self) -> Result<()> {
         self.baseline = self.counters()?;
         self.baseline_llc = self.llc_scans()?;
+        self.baseline_rt = self.probe_times();
         self.baseline_rules = Policy::ALL
             .iter()
             .map(|&p| self.rule_counters(p))
@@ -261,9 +283,27 @@ impl<'a> Observer<'a> {
             sis_cache: false,
             sis_current: false,
             llcs: self.llc_metrics(&self.llc_scans()?),
-            ops: Vec::new(),
+            ops: PROBES
+                .iter()
+                .zip(self.probe_times())
+                .zip(&self.baseline_rt)
+                .map(|((probe, now), base)| (probe.to_string(), now.since(base)))
+                .collect(),
         };
         Ok(stats::metrics(&counters, &rules, ctx))
+    }
+
+    /// Each probe's cumulative run time, in PROBES' order.
+    fn probe_times(&self) -> Vec<OpTime> {
+        let p = &self.skel.progs;
+        [
+            p.observe_enter.as_fd(),
+            p.observe_exit.as_fd(),
+            p.observe_switch.as_fd(),
+        ]
+        .into_iter()
+        .map(|fd| op_time::read(fd).unwrap_or_default())
+        .collect()
     }
 
     fn llc_metrics(&self, scans: &[LlcCounters]) -> Vec<LlcMetrics> {

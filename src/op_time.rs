@@ -2,7 +2,8 @@
 //! each program (it grows with the topology's size), and the kernel's
 //! run-time statistics of each of the scheduler's programs (calls and
 //! nanoseconds spent), which it keeps while BPF statistics are enabled
-//! (`--bpf-stats`, or the sysctl kernel.bpf_stats_enabled).
+//! (`--bpf-stats`, or the sysctl kernel.bpf_stats_enabled). The observer's
+//! probes are read the same way.
 
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
@@ -62,7 +63,9 @@ fn prog_info(fd: BorrowedFd) -> Option<libbpf_rs::libbpf_sys::bpf_prog_info> {
     (ret == 0).then_some(info)
 }
 
-fn read(fd: BorrowedFd) -> Option<OpTime> {
+/// The kernel's calls and run time of the program @fd (zero while BPF
+/// statistics are off).
+pub fn read(fd: BorrowedFd) -> Option<OpTime> {
     prog_info(fd).map(|info| OpTime {
         calls: info.run_cnt,
         ns: info.run_time_ns,

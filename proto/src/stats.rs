@@ -70,6 +70,10 @@ pub struct LlcMetrics {
     #[stat(desc = "Found-rate: % of its scans with an idle CPU that found one")]
     pub found_pct: f64,
     #[stat(
+        desc = "Utilisation its scans' depth came from, the mean over them (% of the LLC's capacity)"
+    )]
+    pub scan_util_pct: f64,
+    #[stat(
         desc = "Mean wait, placement to first run, of wakees a scan here queued though an idle CPU existed (us)"
     )]
     pub missed_wait_us: f64,

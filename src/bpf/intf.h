@@ -300,6 +300,7 @@ struct sisu_llc_scans {
 	u64 queued_wait_ns;		/* ... their waits */
 	u64 found_waits;		/* wakeups sent to the idle CPU a scan found */
 	u64 found_wait_ns;		/* ... their waits */
+	u64 util_at_scans;		/* the LLC's sum_util each counted scan read, added up */
 };
 
 /*

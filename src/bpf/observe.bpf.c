@@ -434,6 +434,7 @@ static u32 count_scan(struct task_struct *p, s32 prev, s32 this, s32 cpu, bool f
 	u32 zero = 0;
 	struct sisu_stats *st = bpf_map_lookup_elem(&stats, &zero);
 	struct sisu_llc_scans *ls;
+	struct sisu_kernel_llc *k;
 	s32 target = cpu;
 	struct walk w;
 	u32 llc = llc_of(cpu), depth, examined, set;
@@ -471,10 +472,13 @@ static u32 count_scan(struct task_struct *p, s32 prev, s32 this, s32 cpu, bool f
 		judge_shadows(depth, width_of(llc), &w, existed);
 	}
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
+	k = MEMBER_VPTR(kllcs, [llc]);
 	if (ls) {
 		ls->scans++;
 		COUNT_FOUND(ls->found, existed, found);
 		ls->scan_examined += examined;
+		if (k)
+			ls->util_at_scans += k->sum_util;
 	}
 	if (found)
 		return SISU_WAIT_FOUND;
@@ -504,6 +508,8 @@ int BPF_PROG(observe_exit, struct task_struct *p, int prev_cpu, int wake_flags, 
 	if (!e || !st || cpu < 0 || cpu >= SISU_MAX_CPUS)
 		return 0;
 	note_gaps();
+	/* First, so that a scan counted below reads the LLC's sum of now. */
+	sample_llc(llc_of(cpu), now);
 	if (wake_flags & WF_FORK) {
 		outcome = SISU_OUT_FORK;
 	} else if (!(wake_flags & WF_TTWU)) {
@@ -528,7 +534,6 @@ int BPF_PROG(observe_exit, struct task_struct *p, int prev_cpu, int wake_flags, 
 	n = MEMBER_VPTR(st->outcome, [outcome]);
 	if (n)
 		(*n)++;
-	sample_llc(llc_of(cpu), now);
 	note_wake(p, kind, llc_of(cpu), now);
 	return 0;
 }

@@ -705,8 +705,14 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 			ls->scan_ns += t;
 			ls->scan_examined += sc.examined;
 		}
-		if (st)
+		if (st) {
+			struct sisu_llc_ctx *lc = llc_ctx(llc);
+
 			matrix_add(ls->found, existed, sc.found >= 0);
+			/* The sum the depth came from, for comparing inputs. */
+			if (lc)
+				ls->util_at_scans += lc->sum_util;
+		}
 		if (v && adaptive && (v->rules & AUTO_CANDIDATES) == AUTO_CANDIDATES)
 			count_candidates(ls, v);
 	}

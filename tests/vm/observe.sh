@@ -5,7 +5,8 @@
 # about k CPUs' worth); a busy loop on every CPU leaves no idle CPU, so no
 # scan finds one and the depth is 0; an idle machine's wakeups find idle
 # CPUs and their waits are timed; shadow prop is judged on every scan, its
-# depth never below 4. Refusals: a second observer, a loaded sched_ext
+# depth never below 4; the scans read a full LLC's utilisation; with
+# --bpf-stats its probes' time per call is reported. Refusals: a second observer, a loaded sched_ext
 # scheduler, settings sent to it. The harness runs its eevdf arm under the
 # observer, its eevdf+bare arm without.
 # shape: 1x8
@@ -48,7 +49,7 @@ forks() {
 	taskset -c "$2" sh -c "i=0; while [ \$i -lt $1 ]; do /bin/true; i=\$((i + 1)); done"
 }
 
-check "observes with --shadow all" start_observer --shadow all
+check "observes with --shadow all --bpf-stats" start_observer --shadow all --bpf-stats
 expect_error 1 "already running" $SCHED observe
 check "no sched_ext scheduler was loaded by it" [ "$(state)" = disabled ]
 
@@ -88,6 +89,13 @@ check "scans had no idle CPU to find (>= 50)" [ "$none" -ge 50 ]
 check "no scan found an idle CPU" [ "$found" -eq 0 ]
 check "nor missed one" [ "$missed" -eq 0 ]
 check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(json_field scans "$s") * 9)) ]
+su=$(json_field scan_util_pct "$s")
+log "the LLC's utilisation at those scans: $su %"
+check "the scans read a full LLC's sum (at least 90 %)" [ "${su%%.*}" -ge 90 ]
+pns=$(json_rec select_task_rq_fair_exit ns_per_call "$s")
+log "the observer's probes per call: entry $(json_rec select_task_rq_fair_entry ns_per_call "$s") ns, exit $pns ns, switch $(json_rec sched_switch ns_per_call "$s") ns"
+check "with --bpf-stats the probes' calls are counted" [ "$(json_rec select_task_rq_fair_exit calls "$s")" -ge "$(json_field wakeups "$s")" ]
+check "... and timed" [ "${pns%%.*}" -gt 0 ]
 plimit=$(json_rec prop limit_mean "$s")
 log "shadow prop: judged $(json_rec prop judged "$s"), mean limit $plimit"
 # The two counters are read a moment apart while the spinners' CPUs still
@@ -126,6 +134,7 @@ kernel=$(printf '%s' "$r" | grep -o '"policy": *"kernel"' | wc -l)
 check "each eevdf sample, and no eevdf+bare one, carries the kernel's record (2)" [ "$kernel" -eq 2 ]
 check "the report gives the kernel's scan statistics" grep -q '1-groups  *eevdf  ' /tmp/obsab/report.txt
 check "... and its review tables" grep -q 'kernel able to find CPU' /tmp/obsab/report.txt
+check "timed only when asked (--bpf-stats)" sh -c '! grep -q select_task_rq_fair_exit /tmp/obsab/results.json'
 check "the observer is gone after the run" [ ! -e /var/run/scx_sisutil/observe ]
 
 log "with scx_sisutil loaded, the observer refuses"

@@ -536,6 +536,10 @@ impl Machine {
     fn start_observer(&mut self) -> Result<()> {
         let mut cmd = Command::new(&self.exe);
         cmd.args(["observe", "--shadow", "all"]);
+        // Timing the BPF is asked of every program the run loads.
+        if self.sched_args.iter().any(|a| a == "--bpf-stats") {
+            cmd.arg("--bpf-stats");
+        }
         let child = self
             .spawn_logged(cmd)
             .context("cannot start scx_sisutil observe")?;

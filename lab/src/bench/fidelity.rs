@@ -1,8 +1,9 @@
 //! Is scx_sisutil's SIS_UTIL the kernel's? Per point of a results file,
 //! the kernel's own counters (an `eevdf` arm the observer counted) beside
-//! a policy arm's, summed over the iterations: found-rate, the share of
-//! scans at depth 0, the mean depth, the distance between the two depth
-//! distributions, and the waits by what the scan found.
+//! a policy arm's, summed over the iterations: the LLC utilisation their
+//! scans' depth came from, found-rate, the share of scans at depth 0, the
+//! mean depth, the distance between the two depth distributions, and the
+//! waits by what the scan found.
 //!
 //! The distance is the earth mover's: the least mass times distance (in
 //! CPUs of depth) that turns one normalised histogram into the other, which
@@ -60,6 +61,24 @@ fn metrics(samples: Option<&Vec<Sample>>) -> Option<(Metrics, &[Sample])> {
     Some((m, ss.as_slice()))
 }
 
+/// The utilisation the scans of @ss read (% of their LLC's capacity),
+/// the mean over every counted scan of every LLC, or "-".
+fn scan_util(ss: &[Sample]) -> String {
+    let (mut w, mut n) = (0.0, 0u64);
+    for l in ss
+        .iter()
+        .filter_map(|s| s.stats.as_ref())
+        .flat_map(|m| m.llcs.values())
+    {
+        w += l.scan_util_pct * l.scanned as f64;
+        n += l.scanned;
+    }
+    if n == 0 {
+        return "-".into();
+    }
+    num(w / n as f64)
+}
+
 /// The p50 of the waits of @kind, in us, or "-".
 fn p50(ss: &[Sample], kind: &str) -> String {
     let h = summed_waits(ss, kind);
@@ -70,6 +89,7 @@ pub fn table(r: &Results, kernel: &str, arm: &str) -> Result<String> {
     let k_a = format!("{kernel} / {arm}");
     let mut rows = vec![vec![
         "point".to_string(),
+        format!("LLC util % at scans {k_a}"),
         format!("found % {k_a}"),
         format!("depth 0 % {k_a}"),
         format!("mean depth {k_a}"),
@@ -89,6 +109,7 @@ pub fn table(r: &Results, kernel: &str, arm: &str) -> Result<String> {
         };
         rows.push(vec![
             format!("{} {}", p.point.section, p.point.label),
+            pair(scan_util(ks), scan_util(as_)),
             pair(num(k.found_rate()), num(a.found_rate())),
             pair(num(zero(&k)), num(zero(&a))),
             pair(num(hist_mean(&k.limit)), num(hist_mean(&a.limit))),
@@ -143,11 +164,19 @@ mod tests {
                 m.policy = "kernel".into();
                 // All the scans one CPU deeper than util's.
                 m.limit.insert(0, 0);
+                // Two LLCs: 30 scans at 60 %, 10 at 20 %: 50 % at scans.
+                m.llcs.clear();
+                for (i, (pct, n)) in [(60.0, 30), (20.0, 10)].into_iter().enumerate() {
+                    let l = m.llcs.entry(i as u32).or_default();
+                    l.scan_util_pct = pct;
+                    l.scanned = n;
+                }
             }
             p.samples.insert("eevdf".into(), kernel);
         }
         let t = table(&r, "eevdf", "util").unwrap();
         let line = t.lines().find(|l| l.contains("1-groups")).unwrap();
         assert!(line.contains(" 1.000 "), "{t}");
+        assert!(line.contains("| 50.00 / "), "{t}");
     }
 }

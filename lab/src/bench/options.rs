@@ -125,7 +125,8 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 900)]
     pub run_timeout: u64,
     /// Extra options for scx_sisutil (e.g. "--slice-us 2000"; "--bpf-stats"
-    /// adds each BPF op's run time to the report, at a cost to every op)
+    /// adds each BPF op's run time to the report, the observer's probes'
+    /// in the kernel arms too, at a cost to every op)
     #[arg(long, allow_hyphen_values = true)]
     pub scheduler_args: Option<String>,
     /// Where to write results.json, report.txt, plots/ and scheduler.log
