@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use scx_utils::libbpf_clap_opts::LibbpfOpts;
 
 use crate::config::Config;
+use crate::utilisation;
 use sisutil_proto::control::Settings;
 use sisutil_proto::policy::{Policy, Shadow};
 
@@ -74,7 +75,7 @@ pub struct RunOpts {
     /// The default is in the order of the kernel's LLC balance interval
     /// (the LLC's width in ms when idle, twice that when busy: 8-16 ms for
     /// an 8-CPU LLC), which is where the kernel refreshes nr_idle_scan
-    #[arg(long, value_name = "MS", default_value_t = 16,
+    #[arg(long, value_name = "MS", default_value_t = utilisation::DEFAULT_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..=10_000))]
     pub interval_ms: u64,
 

@@ -26,6 +26,7 @@ use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy};
 use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
+use crate::utilisation::{self, Tracker};
 use sisutil_proto::control::{Change, Settings, Status};
 use sisutil_proto::policy::Shadow;
 use sisutil_proto::topology::Layout;
@@ -38,8 +39,10 @@ const PROBES: [&str; 3] = [
     "sched_switch",
 ];
 
-/// The longest a request waits for the loop to wake.
-const SERVE_EVERY: Duration = Duration::from_millis(50);
+/// The loop's period: the scheduler's default interval, at which it folds
+/// the kernel's busy time as the scheduler folds its own; also the longest
+/// a request waits for it.
+const FOLD_EVERY: Duration = Duration::from_millis(utilisation::DEFAULT_INTERVAL_MS);
 
 /// Refuses to observe where nothing or the wrong thing would be seen.
 fn preflight() -> Result<()> {
@@ -72,6 +75,8 @@ pub struct Observer<'a> {
     shadow: Shadow,
     _bpf_stats: Option<op_time::Enabled>,
     baseline_rt: Vec<OpTime>,
+    /// The kernel's load in the scheduler's estimate.
+    tracker: Tracker,
     baseline: Counters,
     baseline_llc: Vec<LlcCounters>,
     baseline_rules: Vec<RuleCounters>,
@@ -117,6 +122,7 @@ impl<'a> Observer<'a> {
         let links = attach(&mut skel)?;
         let server = Server::launch(Path::new(socket::OBSERVER), stats::metas())
             .context("cannot start the observer's stats server")?;
+        let nr_ids = layout.cpu_llc.len();
         let mut obs = Self {
             skel,
             _links: links,
@@ -124,6 +130,7 @@ impl<'a> Observer<'a> {
             shadow: shadow.clone(),
             _bpf_stats: bpf_stats,
             baseline_rt: Vec::new(),
+            tracker: Tracker::new(nr_ids),
             baseline: Counters::default(),
             baseline_llc: Vec::new(),
             baseline_rules: Vec::new(),
@@ -136,14 +143,43 @@ impl<'a> Observer<'a> {
         Ok(obs)
     }
 
-    /// Serves requests until @shutdown.
+    /// Folds the kernel's load and serves requests until @shutdown.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<()> {
         while !shutdown.load(Ordering::Relaxed) {
             self.say_gaps();
+            self.publish_estimates();
             self.serve()?;
-            std::thread::sleep(SERVE_EVERY);
+            std::thread::sleep(FOLD_EVERY);
         }
         Ok(())
+    }
+
+    /// The scheduler's estimate of each LLC's sum (utilisation.rs), made
+    /// from the kernel's busy time: what `util` would read on this load,
+    /// which BPF adds up at each scan beside the kernel's own sum.
+    fn publish_estimates(&mut self) {
+        let now = utilisation::monotonic_ns();
+        let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
+            return;
+        };
+        for (i, llc) in self.layout.llcs.iter().enumerate() {
+            for &cpu in &llc.cpus {
+                let b = &bss.busy[cpu];
+                // SAFETY: plain reads of fields BPF updates concurrently.
+                let (busy, from, running) = unsafe {
+                    (
+                        ptr::read_volatile(&b.busy_ns),
+                        ptr::read_volatile(&b.acct_from),
+                        ptr::read_volatile(&b.running) != 0,
+                    )
+                };
+                self.tracker
+                    .update(cpu, utilisation::busy_at(busy, from, running, now), now);
+            }
+            let sum = self.tracker.sum(&llc.cpus) as u32;
+            // SAFETY: an aligned u32 store into the record BPF reads.
+            unsafe { ptr::write_volatile(&mut bss.est_sums[i], sum) };
+        }
     }
 
     /// What the kernel lacks, one line each, once the probes have looked.

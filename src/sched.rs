@@ -87,17 +87,6 @@ fn refusal(state: &str, ops: &str) -> Option<String> {
     ))
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists. It is
-    // the clock of bpf_ktime_get_ns(), which BPF stamps busy time with.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
@@ -273,7 +262,7 @@ impl<'a> Scheduler<'a> {
     /// One interval: fold busy time into utilisation, and publish each
     /// LLC's sum and SIS_UTIL depth.
     fn publish_depths(&mut self) {
-        let now = monotonic_ns();
+        let now = utilisation::monotonic_ns();
         let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
             return;
         };
@@ -331,7 +320,7 @@ impl<'a> Scheduler<'a> {
                 (width, util, rec.nr_idle_scan, rule)
             })
             .collect();
-        self.tracer.llcs(monotonic_ns(), &rows);
+        self.tracer.llcs(utilisation::monotonic_ns(), &rows);
     }
 
     /// The trace's ring counts over all CPUs.

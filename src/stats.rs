@@ -117,12 +117,12 @@ pub fn llc_found_pct(l: &bpf_intf::sisu_llc_scans) -> f64 {
     100.0 * ratio(l.found[1][1], l.found[1][1] + l.found[1][0])
 }
 
-/// The mean utilisation the counted scans of an LLC of @width CPUs read,
-/// in % of its capacity: the input of SIS_UTIL's depth, averaged where it
-/// was used rather than over time.
-fn scan_util_pct(l: &bpf_intf::sisu_llc_scans, width: u64) -> f64 {
+/// The mean utilisation the counted scans of an LLC of @width CPUs read
+/// (@sum, added up over them), in % of its capacity: the input of
+/// SIS_UTIL's depth, averaged where it was used rather than over time.
+fn scan_util_pct(l: &bpf_intf::sisu_llc_scans, width: u64, sum: u64) -> f64 {
     let counted: u64 = l.found.iter().flatten().sum();
-    100.0 * ratio(l.util_at_scans, counted) / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64
+    100.0 * ratio(sum, counted) / (width.max(1) * bpf_intf::SISU_CAPACITY as u64) as f64
 }
 
 /// LLC @i's scan outcomes counted since @base (all of them where @base
@@ -160,7 +160,9 @@ pub fn llc_record(
         found: seen.found[1][1],
         missed: seen.found[1][0],
         found_pct: llc_found_pct(seen),
-        scan_util_pct: scan_util_pct(seen, width),
+        scan_util_pct: scan_util_pct(seen, width, seen.util_at_scans),
+        scan_util_avg_pct: scan_util_pct(seen, width, seen.util_avg_at_scans),
+        scan_est_pct: scan_util_pct(seen, width, seen.est_at_scans),
         missed_wait_us: ratio(seen.missed_wait_ns, seen.missed_waits) / 1000.0,
         found_wait_us: ratio(seen.found_wait_ns, seen.found_waits) / 1000.0,
         ..LlcMetrics::default()

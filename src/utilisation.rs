@@ -18,6 +18,11 @@
 
 use crate::bpf_intf;
 
+/// How often the scheduler folds busy time and publishes the depths, by
+/// default (`--interval-ms`), and how often the observer folds the
+/// kernel's.
+pub const DEFAULT_INTERVAL_MS: u64 = 16;
+
 /// PELT's half-life.
 pub const HALF_LIFE_NS: u64 = 32_000_000;
 const CAPACITY: f64 = bpf_intf::SISU_CAPACITY as f64;
@@ -31,6 +36,18 @@ pub fn fold(util: f64, busy_ns: u64, dt_ns: u64) -> f64 {
     let frac = (busy_ns as f64 / dt_ns as f64).clamp(0.0, 1.0);
     let decay = 0.5f64.powf(dt_ns as f64 / HALF_LIFE_NS as f64);
     (util * decay + CAPACITY * frac * (1.0 - decay)).clamp(0.0, CAPACITY)
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns(), which BPF
+/// stamps busy time with.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A CPU's busy time up to `now_ns`: what BPF has accounted plus the part

@@ -74,6 +74,14 @@ pub struct LlcMetrics {
     )]
     pub scan_util_pct: f64,
     #[stat(
+        desc = "observe: ... the same from util_avg alone, without the util_est the kernel's sum takes where larger"
+    )]
+    pub scan_util_avg_pct: f64,
+    #[stat(
+        desc = "observe: ... the scheduler's estimate of the same load (its fold of the CPUs' busy time)"
+    )]
+    pub scan_est_pct: f64,
+    #[stat(
         desc = "Mean wait, placement to first run, of wakees a scan here queued though an idle CPU existed (us)"
     )]
     pub missed_wait_us: f64,

@@ -301,6 +301,8 @@ struct sisu_llc_scans {
 	u64 found_waits;		/* wakeups sent to the idle CPU a scan found */
 	u64 found_wait_ns;		/* ... their waits */
 	u64 util_at_scans;		/* the LLC's sum_util each counted scan read, added up */
+	u64 util_avg_at_scans;		/* the observer's: ... its sum_util_avg, util_est left out */
+	u64 est_at_scans;		/* the observer's: ... the scheduler's estimate of the same load */
 };
 
 /*
@@ -317,6 +319,18 @@ struct sisu_kernel_llc {
 	u32 has_idle_cores;		/* sched_domain_shared's has_idle_cores */
 	u32 llc_size;			/* sd_llc_size of its first CPU */
 	u32 llc_id;			/* sd_llc_id of its first CPU */
+	u32 sum_util_avg;		/* the same sum of util_avg alone, util_est left out */
+} __attribute__((aligned(64)));
+
+/*
+ * A CPU's busy time as the observer keeps it (observe.bpf.c): the terms of
+ * sisu_cpu_ctx's accounting, with any task but the idle task counted, so
+ * that userspace folds the kernel's own load into the scheduler's estimate.
+ */
+struct sisu_cpu_busy {
+	u64 busy_ns;		/* accounted running time (CLOCK_MONOTONIC ns) */
+	u64 acct_from;		/* start of the running time not yet in busy_ns */
+	u32 running;		/* a task other than the idle task is on the CPU */
 	u32 pad;
 } __attribute__((aligned(64)));
 

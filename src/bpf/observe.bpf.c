@@ -60,6 +60,13 @@ const volatile u32 nr_cpu_ids = SISU_MAX_CPUS;
 const volatile u32 shadows;
 
 struct sisu_kernel_llc kllcs[SISU_MAX_LLCS];
+/*
+ * Each CPU's busy time, and what userspace folds it into each interval as
+ * the scheduler folds its own (utilisation.rs): the scheduler's estimate
+ * of the LLC's sum, on the kernel's load.
+ */
+struct sisu_cpu_busy busy[SISU_MAX_CPUS];
+u32 est_sums[SISU_MAX_LLCS];
 /* What this kernel lacks (enum sisu_observe_gap), found at the first wakeup. */
 u32 gaps;
 
@@ -172,24 +179,30 @@ static struct sched_domain_shared *shared_of(s32 cpu)
 	return pp ? *pp : NULL;
 }
 
+static u32 capped(unsigned long util)
+{
+	return util < SISU_CAPACITY ? util : SISU_CAPACITY;
+}
+
 /*
  * cpu_util_cfs() as load balancing sums it for SIS_UTIL: the larger of the
  * CFS runqueue's util_avg and its util_est, capped at the CPU's capacity
- * (SISU_CAPACITY on a machine of equal CPUs).
+ * (SISU_CAPACITY on a machine of equal CPUs). @avg gets util_avg alone,
+ * capped the same way: what util_est adds is the difference.
  */
-static u32 cpu_util(s32 cpu)
+static u32 cpu_util(s32 cpu, u32 *avg)
 {
 	struct rq *rq = bpf_per_cpu_ptr(&runqueues, cpu);
 	unsigned long util, est;
 
+	*avg = 0;
 	if (!rq)
 		return 0;
 	util = rq->cfs.avg.util_avg;
+	*avg = capped(util);
 	/* The top bit of util_est flags "unchanged since enqueue". */
 	est = rq->cfs.avg.util_est & 0x7fffffff;
-	if (est > util)
-		util = est;
-	return util < SISU_CAPACITY ? util : SISU_CAPACITY;
+	return capped(est > util ? est : util);
 }
 
 /* Samples @llc's kernel state, at most every SAMPLE_NS. */
@@ -197,7 +210,7 @@ static void sample_llc(u32 llc, u64 now)
 {
 	struct sisu_kernel_llc *k = MEMBER_VPTR(kllcs, [llc]);
 	struct sched_domain_shared *sds;
-	u32 width = width_of(llc), i, sum = 0;
+	u32 width = width_of(llc), i, sum = 0, sum_avg = 0;
 	s32 first = llc_cpu(llc, 0);
 
 	if (!k || first < 0 || now - k->sampled_ns < SAMPLE_NS)
@@ -205,11 +218,15 @@ static void sample_llc(u32 llc, u64 now)
 	k->sampled_ns = now;
 	bpf_for(i, 0, width) {
 		s32 cpu = llc_cpu(llc, i);
+		u32 avg;
 
-		if (cpu >= 0)
-			sum += cpu_util(cpu);
+		if (cpu >= 0) {
+			sum += cpu_util(cpu, &avg);
+			sum_avg += avg;
+		}
 	}
 	k->sum_util = sum;
+	k->sum_util_avg = sum_avg;
 	sds = shared_of(first);
 	if (sds) {
 		k->nr_idle_scan = BPF_CORE_READ(sds, nr_idle_scan);
@@ -435,6 +452,7 @@ static u32 count_scan(struct task_struct *p, s32 prev, s32 this, s32 cpu, bool f
 	struct sisu_stats *st = bpf_map_lookup_elem(&stats, &zero);
 	struct sisu_llc_scans *ls;
 	struct sisu_kernel_llc *k;
+	u32 *est;
 	s32 target = cpu;
 	struct walk w;
 	u32 llc = llc_of(cpu), depth, examined, set;
@@ -473,12 +491,17 @@ static u32 count_scan(struct task_struct *p, s32 prev, s32 this, s32 cpu, bool f
 	}
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
 	k = MEMBER_VPTR(kllcs, [llc]);
+	est = MEMBER_VPTR(est_sums, [llc]);
 	if (ls) {
 		ls->scans++;
 		COUNT_FOUND(ls->found, existed, found);
 		ls->scan_examined += examined;
-		if (k)
+		if (k) {
 			ls->util_at_scans += k->sum_util;
+			ls->util_avg_at_scans += k->sum_util_avg;
+		}
+		if (est)
+			ls->est_at_scans += *est;
 	}
 	if (found)
 		return SISU_WAIT_FOUND;
@@ -559,18 +582,25 @@ static void idle_ends(void)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(observe_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	struct sisu_cpu_busy *b = MEMBER_VPTR(busy, [bpf_get_smp_processor_id()]);
+	u64 now = bpf_ktime_get_ns(), w;
 	struct sisu_llc_scans *ls;
 	struct sisu_stats *st;
 	u32 zero = 0, kind, llc;
 	struct wake *wk;
-	u64 w;
 
+	if (b) {
+		if (b->running && now > b->acct_from)
+			b->busy_ns += now - b->acct_from;
+		b->acct_from = now;
+		b->running = next->pid != 0;
+	}
 	if ((shadows & (1U << SISU_POL_PROP)) && prev->pid == 0)
 		idle_ends();
 	wk = bpf_task_storage_get(&wakes, next, 0, 0);
 	if (!wk || !wk->woke_at)
 		return 0;
-	w = bpf_ktime_get_ns() - wk->woke_at;
+	w = now - wk->woke_at;
 	wk->woke_at = 0;
 	kind = wk->kind;
 	llc = wk->llc;

@@ -5,7 +5,8 @@
 # about k CPUs' worth); a busy loop on every CPU leaves no idle CPU, so no
 # scan finds one and the depth is 0; an idle machine's wakeups find idle
 # CPUs and their waits are timed; shadow prop is judged on every scan, its
-# depth never below 4; the scans read a full LLC's utilisation; with
+# depth never below 4; the scans read a full LLC's utilisation, in the
+# kernel's sum and in the scheduler's estimate of the same load; with
 # --bpf-stats its probes' time per call is reported. Refusals: a second observer, a loaded sched_ext
 # scheduler, settings sent to it. The harness runs its eevdf arm under the
 # observer, its eevdf+bare arm without.
@@ -92,6 +93,13 @@ check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(json_fiel
 su=$(json_field scan_util_pct "$s")
 log "the LLC's utilisation at those scans: $su %"
 check "the scans read a full LLC's sum (at least 90 %)" [ "${su%%.*}" -ge 90 ]
+se=$(json_field scan_est_pct "$s")
+log "... in the scheduler's estimate of the same load: $se %"
+check "... and so does the scheduler's estimate of it (at least 90 %)" [ "${se%%.*}" -ge 90 ]
+sa=$(json_field scan_util_avg_pct "$s")
+log "... from util_avg alone: $sa %"
+check "... util_avg alone no more than with util_est, and most of it" \
+	awk -v a="$sa" -v u="$su" 'BEGIN { exit !(a <= u + 0.001 && a >= u / 2) }'
 pns=$(json_rec select_task_rq_fair_exit ns_per_call "$s")
 log "the observer's probes per call: entry $(json_rec select_task_rq_fair_entry ns_per_call "$s") ns, exit $pns ns, switch $(json_rec sched_switch ns_per_call "$s") ns"
 check "with --bpf-stats the probes' calls are counted" [ "$(json_rec select_task_rq_fair_exit calls "$s")" -ge "$(json_field wakeups "$s")" ]

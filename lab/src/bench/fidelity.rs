@@ -1,9 +1,10 @@
 //! Is scx_sisutil's SIS_UTIL the kernel's? Per point of a results file,
 //! the kernel's own counters (an `eevdf` arm the observer counted) beside
 //! a policy arm's, summed over the iterations: the LLC utilisation their
-//! scans' depth came from, found-rate, the share of scans at depth 0, the
-//! mean depth, the distance between the two depth distributions, and the
-//! waits by what the scan found.
+//! scans' depth came from (the kernel's also without util_est, and the
+//! policy's estimator run on the kernel's own load), found-rate,
+//! the share of scans at depth 0, the mean depth, the distance between the
+//! two depth distributions, and the waits by what the scan found.
 //!
 //! The distance is the earth mover's: the least mass times distance (in
 //! CPUs of depth) that turns one normalised histogram into the other, which
@@ -19,7 +20,7 @@ use clap::Args;
 use super::report::{hist_mean, summed, summed_waits};
 use super::results::{Results, Sample};
 use super::table::num;
-use sisutil_proto::stats::Metrics;
+use sisutil_proto::stats::{LlcMetrics, Metrics};
 
 #[derive(Debug, Args)]
 pub struct FidelityOpts {
@@ -61,22 +62,39 @@ fn metrics(samples: Option<&Vec<Sample>>) -> Option<(Metrics, &[Sample])> {
     Some((m, ss.as_slice()))
 }
 
-/// The utilisation the scans of @ss read (% of their LLC's capacity),
-/// the mean over every counted scan of every LLC, or "-".
-fn scan_util(ss: &[Sample]) -> String {
+/// The utilisation the scans of @ss read (% of their LLC's capacity,
+/// what @pct takes from an LLC's record), the mean over every counted
+/// scan of every LLC, or None. A scan starts from a busy CPU, so a 0 is a
+/// file from before the count.
+fn scan_util(ss: &[Sample], pct: fn(&LlcMetrics) -> f64) -> Option<f64> {
     let (mut w, mut n) = (0.0, 0u64);
-    for l in ss
+    let llcs = ss
         .iter()
         .filter_map(|s| s.stats.as_ref())
-        .flat_map(|m| m.llcs.values())
-    {
-        w += l.scan_util_pct * l.scanned as f64;
+        .flat_map(|m| m.llcs.values());
+    for l in llcs.filter(|l| pct(l) > 0.0) {
+        w += pct(l) * l.scanned as f64;
         n += l.scanned;
     }
-    if n == 0 {
-        return "-".into();
+    (n > 0).then(|| w / n as f64)
+}
+
+/// The kernel's utilisation at scans, with util_avg's alone in brackets
+/// where the file has it (the difference is what util_est adds).
+fn kernel_util(ss: &[Sample]) -> String {
+    match (
+        scan_util(ss, |l| l.scan_util_pct),
+        scan_util(ss, |l| l.scan_util_avg_pct),
+    ) {
+        (Some(u), Some(a)) => format!("{} ({})", num(u), num(a)),
+        (Some(u), None) => num(u),
+        _ => "-".into(),
     }
-    num(w / n as f64)
+}
+
+/// A figure, or "-" where the file has none.
+fn or_dash(v: Option<f64>) -> String {
+    v.map_or("-".into(), num)
 }
 
 /// The p50 of the waits of @kind, in us, or "-".
@@ -89,7 +107,8 @@ pub fn table(r: &Results, kernel: &str, arm: &str) -> Result<String> {
     let k_a = format!("{kernel} / {arm}");
     let mut rows = vec![vec![
         "point".to_string(),
-        format!("LLC util % at scans {k_a}"),
+        format!("LLC util % at scans {kernel} (util_avg alone) / {arm}"),
+        format!("{arm}'s estimate on {kernel}'s load %"),
         format!("found % {k_a}"),
         format!("depth 0 % {k_a}"),
         format!("mean depth {k_a}"),
@@ -109,7 +128,11 @@ pub fn table(r: &Results, kernel: &str, arm: &str) -> Result<String> {
         };
         rows.push(vec![
             format!("{} {}", p.point.section, p.point.label),
-            pair(scan_util(ks), scan_util(as_)),
+            pair(
+                kernel_util(ks),
+                or_dash(scan_util(as_, |l| l.scan_util_pct)),
+            ),
+            or_dash(scan_util(ks, |l| l.scan_est_pct)),
             pair(num(k.found_rate()), num(a.found_rate())),
             pair(num(zero(&k)), num(zero(&a))),
             pair(num(hist_mean(&k.limit)), num(hist_mean(&a.limit))),
@@ -169,6 +192,8 @@ mod tests {
                 for (i, (pct, n)) in [(60.0, 30), (20.0, 10)].into_iter().enumerate() {
                     let l = m.llcs.entry(i as u32).or_default();
                     l.scan_util_pct = pct;
+                    l.scan_util_avg_pct = pct / 2.0;
+                    l.scan_est_pct = pct / 4.0;
                     l.scanned = n;
                 }
             }
@@ -177,6 +202,6 @@ mod tests {
         let t = table(&r, "eevdf", "util").unwrap();
         let line = t.lines().find(|l| l.contains("1-groups")).unwrap();
         assert!(line.contains(" 1.000 "), "{t}");
-        assert!(line.contains("| 50.00 / "), "{t}");
+        assert!(line.contains("| 50.00 (25.00) / - | 12.50 |"), "{t}");
     }
 }

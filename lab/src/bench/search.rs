@@ -25,6 +25,10 @@ pub enum Search {
     /// What a scan to the shadow policy's depth would have found, on the
     /// same scans as `found`.
     ShadowFound,
+    /// What a scan to SIS_PROP's depth would have found, where prop was
+    /// judged in the shadow (`--shadow prop`, the observer's `all`), on
+    /// the same scans as `found`.
+    PropFound,
     /// Wakeups placed in another LLC, or another node, than prev's.
     MovedLlc,
     MovedNode,
@@ -72,6 +76,7 @@ impl Search {
             Search::Examined => "examined",
             Search::ScanNs => "scan ns",
             Search::ShadowFound => "shadow found %",
+            Search::PropFound => "prop would find %",
             Search::MovedLlc => "moved LLC %",
             Search::MovedNode => "moved node %",
             Search::PullNear => "pulls in node",
@@ -101,6 +106,10 @@ impl Search {
                 m.shadow_both + m.shadow_shadow_only,
                 m.idle_found + m.idle_missed,
             ),
+            Search::PropFound => m
+                .rules
+                .get("prop")
+                .map_or(0.0, |r| pct(r.would_find, r.would_find + r.would_miss)),
             Search::MovedLlc => pct(m.wake_moved_llc, m.wakeups),
             Search::MovedNode => pct(m.wake_moved_node, m.wakeups),
             Search::PullNear => (m.pull_llc + m.pull_node) as f64,
@@ -176,6 +185,14 @@ impl Search {
         if self == Search::Taken && !checked {
             return None;
         }
+        let prop_judged = samples.iter().any(|s| {
+            s.stats
+                .as_ref()
+                .is_some_and(|m| m.rules.contains_key("prop"))
+        });
+        if self == Search::PropFound && !prop_judged {
+            return None;
+        }
         if let Some(op) = self.op() {
             let timed = samples
                 .iter()
@@ -185,5 +202,35 @@ impl Search {
             }
         }
         report::mean_of(samples, |m| self.of(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sisutil_proto::stats::RuleMetrics;
+
+    fn sample(rules: &[(&str, u64, u64)]) -> Sample {
+        let mut s = super::super::fixture::results().points[0].samples["util"][0].clone();
+        let m = s.stats.as_mut().unwrap();
+        m.scans = 10;
+        m.rules.clear();
+        for &(name, find, miss) in rules {
+            let r = RuleMetrics {
+                would_find: find,
+                would_miss: miss,
+                ..RuleMetrics::default()
+            };
+            m.rules.insert(name.into(), r);
+        }
+        s
+    }
+
+    #[test]
+    fn prop_found_reads_the_prop_rule_and_only_where_it_was_judged() {
+        let judged = [sample(&[("util", 1, 3), ("prop", 3, 1)])];
+        assert_eq!(Search::PropFound.mean(&judged), Some(75.0));
+        let without = [sample(&[("util", 1, 3)])];
+        assert_eq!(Search::PropFound.mean(&without), None);
     }
 }
