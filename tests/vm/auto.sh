@@ -3,8 +3,9 @@
 # rank first: with one LLC saturated and the other busy but with idle
 # CPUs, at the same time, the first scans with util's depth. At moderate
 # load it finds at least what prop's depth would on the same wakeups
-# where a find saves time, and keeps util's depth where it does not; it
-# keeps util's cut at saturation, where it judges a sample of the scans.
+# where a deeper scan pays in every LLC, and keeps util's depth where it
+# pays in none; it keeps util's cut at saturation, where it judges a
+# sample of the scans.
 # The waits it weighs finds by are timed for every wakeup, and a wakee
 # with no idle CPU waits about a slice. Without the scan statistics it
 # measures from its judged scans alone. And where a find saves time and
@@ -53,12 +54,17 @@ follows_gains() {
 # saved_us LLC JSON: S, what a find saves a wakee there (us).
 saved_us() { llc_rec $1 "$2" | grep -o '"auto_saved_us":[-0-9.e]*' | cut -d: -f2; }
 
-# saves JSON: "yes" when a find saves time (S > 0) in every LLC.
-saves() {
+# pays JSON: "yes" when in every LLC a deeper rule's gain (prop's or
+# full's) tops util's, "no" when util's tops both in every LLC, "mixed"
+# otherwise. A find that saves little time (S > 0 but small) need not
+# pay for the CPUs a deeper scan examines.
+pays() {
+	_deeper=0
 	for _l in 0 1; do
-		awk "BEGIN { exit !($(saved_us $_l "$1") + 0 > 0) }" || { echo no; return; }
+		_g=$(llc_rec $_l "$1" | grep -o '"auto_gain_ns":\[[^]]*\]' | cut -d'[' -f2 | tr -d ']' | tr ',' ' ')
+		echo "$_g" | awk '{ exit !(NF == 3 && ($2 > $1 || $3 > $1)) }' && _deeper=$((_deeper + 1))
 	done
-	echo yes
+	case $_deeper in 2) echo yes ;; 0) echo no ;; *) echo mixed ;; esac
 }
 
 # wait_rec KIND FIELD JSON: a field of the waits of KIND.
@@ -116,20 +122,24 @@ prop_only=$(json_rec active/prop second_only "$s")
 log "auto found $found, missed $missed; prop's depth would find $(json_rec prop would_find "$s"), miss $(json_rec prop would_miss "$s"); only auto $auto_only, only prop $prop_only"
 log "auto scanned with util $(json_field auto_util_scans "$s"), prop $(json_field auto_prop_scans "$s"), full $(json_field auto_full_scans "$s") times"
 check "scans had idle CPUs to find ($((found + missed)))" [ $((found + missed)) -gt 100 ]
-# Where a find saves the wakee time (S > 0 in every LLC), auto finds at
-# least what prop's depth would: what only prop's would have found is at
-# most 2% of the scans with an idle CPU more than what only auto's did.
-# Where it costs time (S <= 0: waking an idle CPU takes longer than the
-# queue), auto keeps util's depth in most scans instead.
-if [ "$(saves "$s")" = yes ]; then
+# Where a deeper scan pays in every LLC (a deeper rule's gain S P - 2 c E
+# tops util's), auto finds at least what prop's depth would: what only
+# prop's would have found is at most 2% of the scans with an idle CPU more
+# than what only auto's did. Where it pays in none (a find saves too
+# little, or costs time), auto keeps util's depth in most scans instead.
+# Where the LLCs differ, each follows its own gains (checked above).
+au=$(json_field auto_util_scans "$s")
+all=$((au + $(json_field auto_prop_scans "$s") + $(json_field auto_full_scans "$s")))
+case $(pays "$s") in
+yes)
 	check "finding pays here, and auto finds at least what prop's depth would ($auto_only only auto, $prop_only only prop)" \
-		[ $(((prop_only - auto_only) * 50)) -le $((found + missed)) ]
-else
-	au=$(json_field auto_util_scans "$s")
-	all=$((au + $(json_field auto_prop_scans "$s") + $(json_field auto_full_scans "$s")))
-	check "finding costs time here, and auto keeps util's depth in most scans ($au of $all)" \
-		[ $((au * 2)) -gt "$all" ]
-fi
+		[ $(((prop_only - auto_only) * 50)) -le $((found + missed)) ] ;;
+no)
+	check "finding does not pay here, and auto keeps util's depth in most scans ($au of $all)" \
+		[ $((au * 2)) -gt "$all" ] ;;
+*)
+	log "a deeper scan pays in one LLC only: each follows its own gains ($au of $all scans at util's depth)" ;;
+esac
 
 log "the waits, under util at the same load"
 check "switched to util" switch_to util
