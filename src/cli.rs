@@ -209,6 +209,9 @@ pub struct TraceOpts {
     #[arg(long, value_name = "MB", default_value_t = 1024,
           value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     pub max_mb: u32,
+    /// Overwrite a trace already in DIR (refused otherwise)
+    #[arg(long)]
+    pub replace: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -16,6 +16,7 @@ mod sched;
 mod server;
 mod socket;
 mod stats;
+mod timeliness;
 mod trace;
 mod utilisation;
 
@@ -136,6 +137,7 @@ fn trace(t: &cli::TraceOpts) -> Result<()> {
         every: t.every,
         seconds: t.seconds,
         max_mb: t.max_mb,
+        replace: t.replace,
     };
     let shutdown = shutdown_flag()?;
     control::send(&Change {
@@ -149,8 +151,18 @@ fn trace(t: &cli::TraceOpts) -> Result<()> {
         t.seconds
     );
     let until = std::time::Instant::now() + Duration::from_secs(t.seconds as u64);
+    // The instance may end the trace sooner (its size cap, a failed
+    // write): a look every second sees it.
+    let mut look = std::time::Instant::now();
     while std::time::Instant::now() < until && !shutdown.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
+        if look.elapsed() >= Duration::from_secs(1) {
+            look = std::time::Instant::now();
+            let status = control::send(&Change::default())?;
+            if !status.trace.is_some_and(|st| st.running) {
+                break;
+            }
+        }
     }
     let status = control::send(&Change {
         trace: Some(control::TraceCmd::Stop),
@@ -159,8 +171,15 @@ fn trace(t: &cli::TraceOpts) -> Result<()> {
     let Some(st) = status.trace else {
         return Err(anyhow!("the running instance kept no trace"));
     };
+    if st.removed {
+        return Err(anyhow!(
+            "the trace into {} failed: {}",
+            st.dir,
+            st.ended.as_deref().unwrap_or("a write failed")
+        ));
+    }
     if let Some(why) = &st.ended {
-        return Err(anyhow!("the trace into {} ended early: {why}", st.dir));
+        println!("the trace stopped early, its files whole: {why}");
     }
     println!(
         "{} wakeups on record in {}/wakeups.csv, {} dropped (the ring was full), {} unread (the scheduler fell behind); `sisutil-lab trace-report {}` reads them",

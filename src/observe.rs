@@ -26,6 +26,7 @@ use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy};
 use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
+use crate::timeliness::Timeliness;
 use crate::utilisation::{self, Tracker};
 use sisutil_proto::control::{Change, Settings, Status};
 use sisutil_proto::policy::Shadow;
@@ -83,6 +84,7 @@ pub struct Observer<'a> {
     counting_since: Instant,
     gaps_said: bool,
     server: Server,
+    timeliness: Timeliness,
 }
 
 impl<'a> Observer<'a> {
@@ -120,8 +122,13 @@ impl<'a> Observer<'a> {
             )
         })?;
         let links = attach(&mut skel)?;
-        let server = Server::launch(Path::new(socket::OBSERVER), stats::metas())
-            .context("cannot start the observer's stats server")?;
+        let timeliness = Timeliness::new(FOLD_EVERY);
+        let server = Server::launch(
+            Path::new(socket::OBSERVER),
+            stats::metas(),
+            timeliness.requests.clone(),
+        )
+        .context("cannot start the observer's stats server")?;
         let nr_ids = layout.cpu_llc.len();
         let mut obs = Self {
             skel,
@@ -137,6 +144,7 @@ impl<'a> Observer<'a> {
             counting_since: Instant::now(),
             gaps_said: false,
             server,
+            timeliness,
         };
         obs.restart_counting()?;
         info!("observing; statistics on {}", socket::OBSERVER);
@@ -146,10 +154,12 @@ impl<'a> Observer<'a> {
     /// Folds the kernel's load and serves requests until @shutdown.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<()> {
         while !shutdown.load(Ordering::Relaxed) {
-            self.say_gaps();
-            self.publish_estimates();
+            if self.timeliness.due() {
+                self.say_gaps();
+                self.publish_estimates();
+            }
             self.serve()?;
-            std::thread::sleep(FOLD_EVERY);
+            std::thread::sleep(self.timeliness.sleep_for(FOLD_EVERY));
         }
         Ok(())
     }
@@ -292,6 +302,7 @@ impl<'a> Observer<'a> {
             .map(|&p| self.rule_counters(p))
             .collect::<Result<_>>()?;
         self.counting_since = Instant::now();
+        self.timeliness.reset();
         Ok(())
     }
 
@@ -315,6 +326,7 @@ impl<'a> Observer<'a> {
             switches: 0,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
+            depth_ttl_ms: 0,
             handback: false,
             sis_cache: false,
             sis_current: false,
@@ -326,7 +338,9 @@ impl<'a> Observer<'a> {
                 .map(|((probe, now), base)| (probe.to_string(), now.since(base)))
                 .collect(),
         };
-        Ok(stats::metrics(&counters, &rules, ctx))
+        let mut m = stats::metrics(&counters, &rules, ctx);
+        self.timeliness.fill(&mut m);
+        Ok(m)
     }
 
     /// Each probe's cumulative run time, in PROBES' order.

@@ -1,50 +1,27 @@
-//! SIS_UTIL's depth math (the policies themselves are named in
-//! sisutil_proto::policy).
+//! SIS_UTIL's depth, as userspace publishes it (the policies themselves
+//! are named in sisutil_proto::policy).
 //!
-//! SIS_PROP's math runs at every wakeup and so lives on the BPF side, in
-//! `src/bpf/sis_prop.h`; its unit tests below run that same header,
-//! compiled for the host by build.rs.
+//! Both rules' arithmetic lives on the BPF side, in `src/bpf/sis_util.h`
+//! (derived there) and `src/bpf/sis_prop.h`, compiled for the host too
+//! (build.rs, host.c): userspace and the unit tests below run the code BPF
+//! runs.
 
+#[cfg(test)]
 use crate::bpf_intf;
 pub use sisutil_proto::policy::Policy;
 
-/// imbalance_pct of the kernel's LLC (MC) domain.
-pub const LLC_IMBALANCE_PCT: u64 = 117;
+#[cfg(test)]
 const SCALE: u64 = bpf_intf::SISU_CAPACITY as u64;
 
+extern "C" {
+    fn sisu_util_nr(sum_util: u64, width: u64) -> u64;
+}
+
 /// SIS_UTIL's scan depth for an LLC of `width` CPUs whose utilisations
-/// (each 0..=1024) add up to `sum_util`, with the kernel's integer math
-/// (update_idle_cpu_scan()).
-///
-/// The depth should shrink as the LLC fills, gently at first and steeply
-/// near saturation, and reach zero a little before the LLC is fully busy,
-/// where a scan would rarely find anything. With x the mean utilisation of
-/// the LLC's CPUs (0..1024) and p the domain's imbalance_pct (117: the LLC
-/// counts as overloaded above 100/117 = 85.5 %), the share of the LLC to
-/// scan is the parabola
-///
-/// ```text
-///   1 - (x/1024)^2 * (p/100)^2
-/// ```
-///
-/// which is 1 when idle and 0 at x/1024 = 100/p. Kept in integers, scaled
-/// by 1024 and rounded down at every step:
-///
-/// ```text
-///   x  = sum_util / width                         // <= 1024
-///   t  = min(x^2 * p^2 / (10000 * 1024), 1024)    // 1024 * (x/1024)^2 * (p/100)^2
-///   nr = (1024 - t) * width / 1024
-/// ```
+/// (each 0..=1024) add up to `sum_util`: sis_util_nr() of sis_util.h.
 pub fn nr_idle_scan(sum_util: u64, width: u64) -> u64 {
-    if width == 0 {
-        return 0;
-    }
-    // A CPU's utilisation never exceeds the capacity; holding x to it
-    // keeps x^2 * p^2 inside u64 whatever the caller passes.
-    let x = (sum_util / width).min(SCALE);
-    let pct = LLC_IMBALANCE_PCT;
-    let t = (x * x * pct * pct / (10_000 * SCALE)).min(SCALE);
-    (SCALE - t) * width / SCALE
+    // SAFETY: a pure function of two integers.
+    unsafe { sisu_util_nr(sum_util, width) }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use crate::op_time::{self, OpTime};
 use crate::policy::{self, Policy};
 use crate::server::{Job, Server};
 use crate::stats::{self, Counters, LlcCounters, LlcMetrics, Metrics, RuleCounters};
+use crate::timeliness::{self, Timeliness};
 use crate::trace::{self, Tracer};
 use crate::utilisation::{self, Tracker};
 use sisutil_proto::control::{Change, Settings, Status, TraceCmd};
@@ -107,10 +108,10 @@ pub struct Scheduler<'a> {
     /// something only then.
     handback: bool,
     counting_since: Instant,
-    interval: Duration,
     /// What the run started with, against which every switch is checked.
     config: Config,
     server: Server,
+    timeliness: Timeliness,
     /// The adaptive rule's state, while it is the policy.
     auto: Auto,
     /// The trace's ring buffer and files.
@@ -173,8 +174,13 @@ impl<'a> Scheduler<'a> {
         let link = scx_ops_attach!(skel, sisutil_ops)?;
         let tracer = Tracer::new(&layout);
 
-        let server = Server::launch(Path::new(crate::socket::SOCKET), stats::metas())
-            .context("cannot start the stats server")?;
+        let timeliness = Timeliness::new(s.interval);
+        let server = Server::launch(
+            Path::new(crate::socket::SOCKET),
+            stats::metas(),
+            timeliness.requests.clone(),
+        )
+        .context("cannot start the stats server")?;
         info!("scx_sisutil running: {status}");
 
         let nr_ids = layout.cpu_llc.len();
@@ -192,9 +198,9 @@ impl<'a> Scheduler<'a> {
             handback: s.scan_stats
                 && compat::read_enum("scx_enq_flags", "SCX_ENQ_IMMED").unwrap_or(0) != 0,
             counting_since: Instant::now(),
-            interval: s.interval,
             config: s.clone(),
             server,
+            timeliness,
             auto: Auto::default(),
             tracer,
         };
@@ -211,26 +217,26 @@ impl<'a> Scheduler<'a> {
     /// interval. Requests are served when the loop wakes, at most
     /// SERVE_EVERY after they arrive.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
-        let mut next = Instant::now() + self.interval;
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
-            let now = Instant::now();
-            if now >= next {
+            if self.timeliness.due() {
                 self.publish_depths();
                 self.choose_rules();
                 self.trace_llcs();
-                next += self.interval;
-                if next < now {
-                    next = now + self.interval;
-                }
             }
-            if self.tracer.poll() {
+            let (skel, layout, tracker, clock) = (
+                &mut self.skel,
+                &self.layout,
+                &mut self.tracker,
+                &mut self.timeliness,
+            );
+            if self
+                .tracer
+                .poll(&mut || keep_time(skel, layout, tracker, clock))
+            {
                 self.end_trace();
             }
             self.serve()?;
-            std::thread::sleep(
-                next.saturating_duration_since(Instant::now())
-                    .min(SERVE_EVERY),
-            );
+            std::thread::sleep(self.timeliness.sleep_for(SERVE_EVERY));
         }
         self.end_trace();
         // Dropping the link unregisters the scheduler; the kernel then
@@ -262,36 +268,7 @@ impl<'a> Scheduler<'a> {
     /// One interval: fold busy time into utilisation, and publish each
     /// LLC's sum and SIS_UTIL depth.
     fn publish_depths(&mut self) {
-        let now = utilisation::monotonic_ns();
-        let Some(bss) = self.skel.maps.bss_data.as_deref_mut() else {
-            return;
-        };
-        for llc in &self.layout.llcs {
-            for &cpu in &llc.cpus {
-                let c = &bss.cpus[cpu];
-                // SAFETY: plain reads of fields BPF updates concurrently;
-                // volatile so that every interval reads them afresh.
-                let (busy, from, running) = unsafe {
-                    (
-                        ptr::read_volatile(&c.busy_ns),
-                        ptr::read_volatile(&c.acct_from),
-                        ptr::read_volatile(&c.running) != 0,
-                    )
-                };
-                self.tracker
-                    .update(cpu, utilisation::busy_at(busy, from, running, now), now);
-            }
-        }
-        for (i, llc) in self.layout.llcs.iter().enumerate() {
-            let sum = self.tracker.sum(&llc.cpus);
-            let nr = policy::nr_idle_scan(sum, llc.cpus.len() as u64);
-            let rec = &mut bss.llcs[i];
-            // SAFETY: aligned u32 stores into the mmapped record BPF reads.
-            unsafe {
-                ptr::write_volatile(&mut rec.sum_util, sum as u32);
-                ptr::write_volatile(&mut rec.nr_idle_scan, nr as u32);
-            }
-        }
+        publish_depths(&mut self.skel, &self.layout, &mut self.tracker);
     }
 
     /// While a trace runs, every LLC's state this interval goes on record.
@@ -355,8 +332,18 @@ impl<'a> Scheduler<'a> {
             return;
         }
         self.set_trace_every(0);
-        let (skel, n) = (&self.skel, self.layout.cpu_llc.len());
-        self.tracer.stop(|| ring_counts(skel, n));
+        // Reading the rest of the ring may take seconds: the depths are
+        // published meanwhile, on time.
+        let (skel, layout, tracker, clock) = (
+            &mut self.skel,
+            &self.layout,
+            &mut self.tracker,
+            &mut self.timeliness,
+        );
+        self.tracer
+            .drain_rest(&mut || keep_time(skel, layout, tracker, clock));
+        let counts = self.ring_counts();
+        self.tracer.stop(counts);
     }
 
     fn set_trace_every(&mut self, every: u32) {
@@ -471,6 +458,7 @@ impl<'a> Scheduler<'a> {
             .collect::<Result<_>>()?;
         self.baseline_rt = op_time::sample(&self.skel);
         self.counting_since = Instant::now();
+        self.timeliness.reset();
         Ok(())
     }
 
@@ -496,6 +484,8 @@ impl<'a> Scheduler<'a> {
             switches: self.status.switches,
             elapsed_s: self.counting_since.elapsed().as_secs_f64(),
             topology: self.layout.describe(),
+            depth_ttl_ms: (self.timeliness.interval() * timeliness::DEPTH_TTL_INTERVALS).as_millis()
+                as u64,
             handback: self.handback,
             sis_cache: self.status.settings.sis_cache,
             sis_current: self.status.settings.sis_current,
@@ -507,7 +497,9 @@ impl<'a> Scheduler<'a> {
                 .map(|((op, now), base)| (op.to_string(), now.since(base)))
                 .collect(),
         };
-        Ok(stats::metrics(&counters, &rules, ctx))
+        let mut m = stats::metrics(&counters, &rules, ctx);
+        self.timeliness.fill(&mut m);
+        Ok(m)
     }
 
     fn llc_metrics(&self, scans: &[LlcCounters]) -> Vec<LlcMetrics> {
@@ -564,6 +556,50 @@ impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         self.end_trace();
         self.link.take();
+    }
+}
+
+/// What the loop must not stop doing while it reads the trace's ring: the
+/// depths published when an interval is due.
+fn keep_time(skel: &mut BpfSkel, layout: &Layout, tracker: &mut Tracker, clock: &mut Timeliness) {
+    if clock.due() {
+        publish_depths(skel, layout, tracker);
+    }
+}
+
+/// One interval's publication: folds each CPU's busy time into its
+/// utilisation, and publishes each LLC's sum and SIS_UTIL depth, stamped
+/// with the time.
+fn publish_depths(skel: &mut BpfSkel, layout: &Layout, tracker: &mut Tracker) {
+    let now = utilisation::monotonic_ns();
+    let Some(bss) = skel.maps.bss_data.as_deref_mut() else {
+        return;
+    };
+    for llc in &layout.llcs {
+        for &cpu in &llc.cpus {
+            let c = &bss.cpus[cpu];
+            // SAFETY: plain reads of fields BPF updates concurrently;
+            // volatile so that every interval reads them afresh.
+            let (busy, from, running) = unsafe {
+                (
+                    ptr::read_volatile(&c.busy_ns),
+                    ptr::read_volatile(&c.acct_from),
+                    ptr::read_volatile(&c.running) != 0,
+                )
+            };
+            tracker.update(cpu, utilisation::busy_at(busy, from, running, now), now);
+        }
+    }
+    for (i, llc) in layout.llcs.iter().enumerate() {
+        let sum = tracker.sum(&llc.cpus);
+        let nr = policy::nr_idle_scan(sum, llc.cpus.len() as u64);
+        let rec = &mut bss.llcs[i];
+        // SAFETY: aligned u32 stores into the mmapped record BPF reads.
+        unsafe {
+            ptr::write_volatile(&mut rec.sum_util, sum as u32);
+            ptr::write_volatile(&mut rec.nr_idle_scan, nr as u32);
+            ptr::write_volatile(&mut rec.published_at, now);
+        }
     }
 }
 
@@ -657,6 +693,8 @@ fn publish_topology(skel: &mut crate::bpf_skel::OpenBpfSkel, l: &Layout, s: &Con
     };
     rodata.stats_on = s.scan_stats;
     rodata.wake_affine_on = s.wake_affine;
+    rodata.depth_ttl_ns = (s.interval * timeliness::DEPTH_TTL_INTERVALS).as_nanos() as u64;
+    rodata.own_tgid = std::process::id();
     for (i, &cpu) in flat.iter().enumerate() {
         rodata.llc_cpus[i] = cpu as i32;
     }
@@ -709,8 +747,10 @@ fn publish_topology(skel: &mut crate::bpf_skel::OpenBpfSkel, l: &Layout, s: &Con
         .bss_data
         .as_deref_mut()
         .context("the BPF object has no bss")?;
+    let now = utilisation::monotonic_ns();
     for (i, llc) in l.llcs.iter().enumerate() {
         bss.llcs[i].nr_idle_scan = llc.cpus.len() as u32;
+        bss.llcs[i].published_at = now;
     }
     Ok(())
 }

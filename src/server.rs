@@ -42,6 +42,7 @@ use scx_stats::prelude::*;
 use serde_json::{json, Value};
 
 use crate::stats::Metrics;
+use crate::timeliness::RequestTimes;
 use sisutil_proto::control::{self, Change, Status};
 
 /// A request from the socket's threads for the scheduler's loop, with
@@ -80,8 +81,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Binds `path` (root only) and serves it on threads of its own.
-    pub fn launch(path: &Path, metas: Vec<StatsMeta>) -> Result<Self> {
+    /// Binds `path` (root only) and serves it on threads of its own,
+    /// which record every request's time from arrival to reply in `times`.
+    pub fn launch(path: &Path, metas: Vec<StatsMeta>, times: RequestTimes) -> Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {dir:?}"))?;
         }
@@ -104,7 +106,7 @@ impl Server {
         std::thread::Builder::new()
             .name("stats-accept".into())
             .stack_size(STACK)
-            .spawn(move || accept(listener, tx, meta, flag))
+            .spawn(move || accept(listener, tx, meta, flag, times))
             .context("cannot start the stats server")?;
         Ok(Self {
             jobs: rx,
@@ -136,7 +138,13 @@ fn restrict(path: &Path) {
     }
 }
 
-fn accept(listener: UnixListener, jobs: Sender<Job>, meta: Arc<Value>, stop: Arc<AtomicBool>) {
+fn accept(
+    listener: UnixListener,
+    jobs: Sender<Job>,
+    meta: Arc<Value>,
+    stop: Arc<AtomicBool>,
+    times: RequestTimes,
+) {
     let slots: Slots = Arc::new(Mutex::new(BTreeMap::new()));
     for (id, stream) in (0u64..).zip(listener.incoming()) {
         if stop.load(Ordering::SeqCst) {
@@ -165,6 +173,7 @@ fn accept(listener: UnixListener, jobs: Sender<Job>, meta: Arc<Value>, stop: Arc
             slots: slots.clone(),
             jobs: jobs.clone(),
             meta: meta.clone(),
+            times: times.clone(),
         };
         let spawned = std::thread::Builder::new()
             .name("stats-conn".into())
@@ -212,6 +221,7 @@ struct Conn {
     slots: Slots,
     jobs: Sender<Job>,
     meta: Arc<Value>,
+    times: RequestTimes,
 }
 
 impl Conn {
@@ -256,6 +266,9 @@ impl Conn {
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => return Ok(()),
             };
+            // A request arrives with the read that completes its line: the
+            // time its thread took to wake for it is not counted.
+            let arrived = Instant::now();
             let mut rest = &buf[..n];
             while let Some(end) = rest.iter().position(|&b| b == b'\n') {
                 if line.len() + end > MAX_REQUEST {
@@ -268,6 +281,7 @@ impl Conn {
                 if self.stream.write_all(&reply).is_err() {
                     return Ok(());
                 }
+                self.times.record(arrived.elapsed());
                 partial_since = None;
                 quiet_since = Instant::now();
                 self.note(None, quiet_since);
@@ -353,7 +367,7 @@ mod tests {
     fn start_with(tag: &str, metrics: Metrics) -> (Server, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!("sisu-sock-{}-{tag}", std::process::id()));
         let path = dir.join("stats");
-        let server = Server::launch(&path, crate::stats::metas()).unwrap();
+        let server = Server::launch(&path, crate::stats::metas(), RequestTimes::default()).unwrap();
         let jobs = server.jobs().clone();
         std::thread::spawn(move || {
             for job in jobs.iter() {

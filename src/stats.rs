@@ -194,6 +194,8 @@ pub struct Context {
     pub llcs: Vec<LlcMetrics>,
     /// Each op's calls and run time over the same span as the counters.
     pub ops: Vec<(String, OpTime)>,
+    /// The oldest published depth a scan uses (0 for the observer).
+    pub depth_ttl_ms: u64,
 }
 
 const SPAN_LLC: u32 = bpf_intf::sisu_span_SISU_SPAN_LLC;
@@ -369,6 +371,10 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
                 (op, m)
             })
             .collect(),
+        stale_depths: s.stale_depths,
+        own_first: s.own_first,
+        depth_ttl_ms: ctx.depth_ttl_ms,
+        ..Default::default()
     }
     .with_depths()
 }
@@ -396,6 +402,7 @@ pub mod tests {
             switches: 1,
             elapsed_s: 2.0,
             topology: "test".into(),
+            depth_ttl_ms: 64,
             handback: true,
             sis_cache: false,
             sis_current: false,

@@ -164,6 +164,9 @@ impl Write for Counted {
     }
 }
 
+/// The files a trace writes.
+const FILES: [&str; 2] = ["wakeups.csv", "llcs.csv"];
+
 /// A trace being written.
 struct Session {
     state: TraceState,
@@ -183,26 +186,27 @@ struct Session {
 }
 
 impl Session {
+    /// Opens the trace's files in @t's folder, or leaves nothing behind:
+    /// a trace already there is kept unless @t says to replace it, and a
+    /// file that cannot be written takes the other with it.
     fn open(t: &TraceStart, base: RingCounts) -> Result<Self> {
         let dir = PathBuf::from(&t.dir);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
-        let open = |name: &str| -> Result<csv::Writer<Counted>> {
-            let path = dir.join(name);
-            let f =
-                File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-            // The header is written at once, from the rows' schema.
-            Ok(csv::WriterBuilder::new()
-                .has_headers(false)
-                .from_writer(Counted { file: f, bytes: 0 }))
-        };
-        let mut wakeups = open("wakeups.csv")?;
-        let mut llcs = open("llcs.csv")?;
-        wakeups
-            .write_record(trace::header::<Wakeup>())
-            .context("cannot write wakeups.csv")?;
-        llcs.write_record(trace::header::<LlcSample>())
-            .context("cannot write llcs.csv")?;
+        if !t.replace {
+            if let Some(f) = FILES.iter().find(|f| dir.join(f).exists()) {
+                anyhow::bail!(
+                    "{} already holds a trace ({f}): choose another folder, or replace it (--replace)",
+                    dir.display()
+                );
+            }
+        }
+        let files = Self::create(&dir).inspect_err(|_| {
+            for f in FILES {
+                let _ = std::fs::remove_file(dir.join(f));
+            }
+        })?;
+        let (wakeups, llcs) = files;
         Ok(Session {
             state: TraceState {
                 dir: t.dir.clone(),
@@ -220,6 +224,27 @@ impl Session {
             done: false,
             failed: false,
         })
+    }
+
+    /// The two files, each with its header written.
+    fn create(dir: &Path) -> Result<(csv::Writer<Counted>, csv::Writer<Counted>)> {
+        let open = |name: &str, header: Vec<String>| -> Result<csv::Writer<Counted>> {
+            let path = dir.join(name);
+            let f =
+                File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
+            let mut w = csv::WriterBuilder::new()
+                .has_headers(false)
+                .from_writer(Counted { file: f, bytes: 0 });
+            // The header is written at once, from the rows' schema.
+            w.write_record(header)
+                .and_then(|_| w.flush().map_err(csv::Error::from))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(w)
+        };
+        Ok((
+            open(FILES[0], trace::header::<Wakeup>())?,
+            open(FILES[1], trace::header::<LlcSample>())?,
+        ))
     }
 
     fn fail(&mut self, what: &str, e: impl std::fmt::Display) {
@@ -258,12 +283,13 @@ impl Session {
             }
         }
         if self.failed {
-            for f in ["wakeups.csv", "llcs.csv"] {
+            for f in FILES {
                 let _ = std::fs::remove_file(self.dir.join(f));
             }
             if let Some(why) = &mut self.end {
                 why.push_str("; its files were removed");
             }
+            self.state.removed = true;
         }
         self.state.running = false;
         self.state.ended = self.end.take();
@@ -339,17 +365,13 @@ impl Tracer {
         Ok(())
     }
 
-    /// Reads at most a ring's worth of records: under a load that wakes
-    /// tasks as fast as this thread writes rows, draining until empty
-    /// would never return to the loop's other work (the socket's
-    /// requests, the trace's own deadline); the ring then fills and BPF
-    /// drops, which the records count.
-    fn drain(&self) {
-        self.drain_for(DRAIN_BUDGET);
-    }
-
     /// Reads records until the ring is empty or @budget is spent.
     fn drain_for(&self, budget: Duration) {
+        self.drain_between(budget, &mut || {});
+    }
+
+    /// The same, calling @between after every batch.
+    fn drain_between(&self, budget: Duration, between: &mut dyn FnMut()) {
         let Some(ring) = &self.ring else {
             return;
         };
@@ -366,16 +388,31 @@ impl Tracer {
             if (n as usize) < DRAIN_BATCH || Instant::now() >= until {
                 return;
             }
+            between();
         }
     }
 
-    /// Drains the ring; true when the running trace must end (its time,
-    /// its size, a failed write).
-    pub fn poll(&mut self) -> bool {
+    /// Reads the ring to its end (within REST_BUDGET) once the trace's
+    /// BPF side is off, calling @between after every batch: it may take
+    /// seconds, in which the scheduler's loop must still keep time.
+    pub fn drain_rest(&self, between: &mut dyn FnMut()) {
+        if self.running() {
+            self.drain_between(REST_BUDGET, between);
+        }
+    }
+
+    /// Drains the ring for at most DRAIN_BUDGET, calling @between after
+    /// every batch; true when the running trace must end (its time, its
+    /// size, a failed write). Under a load that wakes tasks as fast as
+    /// this thread writes rows, draining until empty would never return to
+    /// the loop's other work (the socket's requests, the trace's own
+    /// deadline); the ring then fills and BPF drops, which the records
+    /// count.
+    pub fn poll(&mut self, between: &mut dyn FnMut()) -> bool {
         if !self.running() {
             return false;
         }
-        self.drain();
+        self.drain_between(DRAIN_BUDGET, between);
         let mut sink = self.sink.borrow_mut();
         let Some(s) = sink.session.as_mut() else {
             return false;
@@ -416,11 +453,9 @@ impl Tracer {
         }
     }
 
-    /// Ends the running trace (if any) once the ring is read to its end;
-    /// @now are BPF's counts then. The state of the trace that ran last.
-    pub fn stop(&mut self, now: impl FnOnce() -> RingCounts) -> Option<TraceState> {
-        self.drain_for(REST_BUDGET);
-        let now = now();
+    /// Ends the running trace (if any), after drain_rest(); @now are BPF's
+    /// counts then. The state of the trace that ran last.
+    pub fn stop(&mut self, now: RingCounts) -> Option<TraceState> {
         let mut sink = self.sink.borrow_mut();
         if let Some(mut s) = sink.session.take() {
             s.state.dropped = now.dropped.saturating_sub(s.base.dropped);
@@ -540,6 +575,7 @@ mod tests {
             every: 1,
             seconds: 60,
             max_mb: 1,
+            replace: false,
         };
         let mut s = Session::open(
             &t,
@@ -570,13 +606,56 @@ mod tests {
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0], row(&r, &p), "a comma in a name is quoted");
 
-        // Past the size cap the session asks to end.
+        // A second trace into the folder is refused, and leaves the first
+        // one as it was, unless asked to replace it.
+        let err = Session::open(&t, RingCounts::default()).err().unwrap();
+        assert!(
+            format!("{err:#}").contains("already holds a trace"),
+            "{err:#}"
+        );
+        assert_eq!(
+            csv::Reader::from_path(dir.join("wakeups.csv"))
+                .unwrap()
+                .records()
+                .count(),
+            3
+        );
+        let t = TraceStart { replace: true, ..t };
+
+        // Past the size cap the session asks to end, and its files stay
+        // whole: it ended early, but nothing was removed.
         let mut s = Session::open(&t, RingCounts::default()).unwrap();
         while s.end.is_none() && s.state.records < 100_000 {
             s.record(bytes, &p);
             s.wakeups.flush().unwrap();
         }
         assert!(s.end.as_deref().unwrap_or("").contains("size cap"));
+        let n = s.state.records;
+        let st = s.close();
+        assert!(!st.removed && st.ended.is_some());
+        let mut reader = csv::Reader::from_path(dir.join("wakeups.csv")).unwrap();
+        assert_eq!(reader.deserialize::<Wakeup>().count() as u64, n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_made_takes_the_other_with_it() {
+        let dir = std::env::temp_dir().join(format!("sisu-trace-bad-{}", std::process::id()));
+        // llcs.csv cannot be created where a folder has its name.
+        std::fs::create_dir_all(dir.join("llcs.csv")).unwrap();
+        let t = TraceStart {
+            dir: dir.to_string_lossy().into(),
+            every: 1,
+            seconds: 60,
+            max_mb: 1,
+            replace: true,
+        };
+        let err = Session::open(&t, RingCounts::default()).err().unwrap();
+        assert!(format!("{err:#}").contains("llcs.csv"), "{err:#}");
+        assert!(
+            !dir.join("wakeups.csv").exists(),
+            "no empty wakeups.csv left behind"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

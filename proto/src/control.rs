@@ -54,6 +54,9 @@ pub struct TraceStart {
     pub every: u32,
     pub seconds: u32,
     pub max_mb: u32,
+    /// Whether a trace already in `dir` may be overwritten; without it
+    /// the start is refused.
+    pub replace: bool,
 }
 
 /// The trace as the scheduler last ran it (the running one's, or the
@@ -74,6 +77,9 @@ pub struct TraceState {
     pub unread: u64,
     /// Why it ended early, if it did (a full disk, its size cap, its time).
     pub ended: Option<String>,
+    /// A write failed and its files were removed (else they are whole).
+    #[serde(default)]
+    pub removed: bool,
 }
 
 /// What the running scheduler may change without a reload: the one type
@@ -190,6 +196,9 @@ impl Change {
                 args.push(("trace_every".into(), t.every.to_string()));
                 args.push(("trace_seconds".into(), t.seconds.to_string()));
                 args.push(("trace_max_mb".into(), t.max_mb.to_string()));
+                if t.replace {
+                    args.push(("trace_replace".into(), "1".into()));
+                }
             }
             Some(TraceCmd::Stop) => args.push(("trace".into(), "stop".into())),
             None => {}
@@ -221,11 +230,13 @@ impl Change {
                             every: num("trace_every")?,
                             seconds: num("trace_seconds")?,
                             max_mb: num("trace_max_mb")?,
+                            replace: args.get("trace_replace").is_some_and(|v| v == "1"),
                         }),
                         _ => bail!("bad trace {v:?}: start or stop"),
                     })
                 }
-                "trace_dir" | "trace_every" | "trace_seconds" | "trace_max_mb" => {}
+                "trace_dir" | "trace_every" | "trace_seconds" | "trace_max_mb"
+                | "trace_replace" => {}
                 "policy" => c.policy = Some(v.parse().map_err(|e: String| anyhow!(e))?),
                 "shadow" => c.shadow = Some(v.parse::<Shadow>().map_err(|e| anyhow!(e))?),
                 "small_llc" => {
@@ -347,6 +358,7 @@ mod tests {
                 every: 64,
                 seconds: 10,
                 max_mb: 100,
+                replace: true,
             }),
         ] {
             let c = Change {

@@ -278,6 +278,38 @@ pub struct Metrics {
     pub elapsed_s: f64,
     #[stat(desc = "Topology", _om_skip)]
     pub topology: String,
+    // Whether the scheduler's own work was on time (zero in records made
+    // before it was counted).
+    #[stat(desc = "The loop's interval: how often it folds busy time and publishes (ms)")]
+    pub loop_interval_ms: u64,
+    #[stat(desc = "Intervals the loop ran (over elapsed_s)")]
+    pub loop_intervals: u64,
+    #[stat(desc = "... how late each started against its intended start, median (us)")]
+    pub loop_late_p50_us: u64,
+    #[stat(desc = "... 99th percentile (us)")]
+    pub loop_late_p99_us: u64,
+    #[stat(desc = "... the latest (us)")]
+    pub loop_late_max_us: u64,
+    #[stat(desc = "Intervals that never ran: the loop woke one or more whole intervals late")]
+    pub loop_skipped: u64,
+    #[stat(desc = "Requests answered on the stats socket (stats and control)")]
+    pub requests: u64,
+    #[stat(desc = "... time from arrival (the read completing the request) to reply, median (us)")]
+    pub request_p50_us: u64,
+    #[stat(desc = "... 99th percentile (us)")]
+    pub request_p99_us: u64,
+    #[stat(desc = "... the longest (us)")]
+    pub request_max_us: u64,
+    #[stat(
+        desc = "The oldest published depth a scan may use (ms): past it the scan derives SIS_UTIL's depth from the LLC's CPUs busy at that moment"
+    )]
+    pub depth_ttl_ms: u64,
+    #[stat(desc = "Scans that found their LLC's published depth older than that")]
+    pub stale_depths: u64,
+    #[stat(
+        desc = "The scheduler's own threads put at the head of their queue, within their run-time budget"
+    )]
+    pub own_first: u64,
     #[stat(desc = "Wakeups placed (by select_cpu, or by enqueue where the kernel skipped it)")]
     pub wakeups: u64,
     #[stat(desc = "... placed by enqueue: woken while still switching out (queued wakeup)")]

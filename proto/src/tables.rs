@@ -9,6 +9,31 @@ use anyhow::Result;
 use crate::stats::{ratio, LlcMetrics, Metrics};
 
 impl Metrics {
+    /// Whether the scheduler's (or observer's) own loop and socket kept time.
+    pub fn timeliness_line(&self) -> String {
+        let ms = |us: u64| us as f64 / 1000.0;
+        let mut line = format!(
+            "loop every {} ms: {} intervals, late p50 {:.1} ms p99 {:.1} ms max {:.1} ms, {} skipped | requests {}: p50 {:.1} ms p99 {:.1} ms max {:.1} ms",
+            self.loop_interval_ms,
+            self.loop_intervals,
+            ms(self.loop_late_p50_us),
+            ms(self.loop_late_p99_us),
+            ms(self.loop_late_max_us),
+            self.loop_skipped,
+            self.requests,
+            ms(self.request_p50_us),
+            ms(self.request_p99_us),
+            ms(self.request_max_us),
+        );
+        if self.depth_ttl_ms > 0 {
+            line.push_str(&format!(
+                " | depths older than {} ms: {} scans | own threads queued first: {}",
+                self.depth_ttl_ms, self.stale_depths, self.own_first
+            ));
+        }
+        line
+    }
+
     /// How many CPUs found idle were still free when their task got there:
     /// the kernel's word against the idle mask's.
     pub fn taken_line(&self) -> String {
@@ -82,6 +107,9 @@ impl Metrics {
         // hand-back to count.
         if self.policy != crate::stats::KERNEL {
             writeln!(w, "{}", self.taken_line())?;
+        }
+        if self.loop_intervals > 0 {
+            writeln!(w, "{}", self.timeliness_line())?;
         }
         if self.sis_cache > 0 || self.cache_kept > 0 {
             writeln!(

@@ -43,7 +43,7 @@ while [ $r -le "$ROUNDS" ]; do
 		sleep 1
 		scx_sisutil reset-stats >/dev/null
 		if [ -n "$trace" ]; then
-			scx_sisutil trace --out /tmp/cost-trace --every "$trace" --seconds 100000 >/tmp/trace.log 2>&1 &
+			scx_sisutil trace --out /tmp/cost-trace --replace --every "$trace" --seconds 100000 >/tmp/trace.log 2>&1 &
 			tpid=$!
 		fi
 		c0=$(cpu_ns $pid)

@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Exports the pure functions of sis_prop.h, sis_current.h and wait_hist.h
- * for the host unit tests (src/policy.rs, src/stats.rs): the tests run the
- * very arithmetic the BPF scheduler runs.
+ * Exports the pure functions of sis_util.h, sis_prop.h, sis_current.h and
+ * wait_hist.h for userspace (SIS_UTIL's published depth) and the host unit
+ * tests (src/policy.rs, src/stats.rs): both run the very arithmetic the
+ * BPF scheduler runs.
  */
 #include <stdbool.h>
+#include "sis_util.h"
 #include "sis_prop.h"
 #include "sis_current.h"
 #include "wait_hist.h"
+
+u64 sisu_util_nr(u64 sum_util, u64 width)
+{
+	return sis_util_nr(sum_util, width);
+}
 
 void sisu_avg_update(u64 *avg, u64 sample)
 {

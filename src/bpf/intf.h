@@ -126,7 +126,7 @@ struct sisu_cfg {
 
 /*
  * One record per LLC. nr_idle_scan and sum_util are published by
- * userspace every interval; has_idle_cores is the kernel's "an idle core
+ * userspace every interval, stamped with published_at; has_idle_cores is the kernel's "an idle core
  * may exist" hint, kept by BPF.
  */
 struct sisu_llc_ctx {
@@ -135,6 +135,7 @@ struct sisu_llc_ctx {
 	u32 has_idle_cores;
 	u32 auto_rule;		/* the adaptive rule's choice here (enum sisu_policy) */
 	u32 auto_shift;		/* ... which judges one scan in 2^auto_shift here */
+	u64 published_at;	/* when userspace published the two above (CLOCK_MONOTONIC ns) */
 } __attribute__((aligned(64)));
 
 /*
@@ -255,6 +256,9 @@ struct sisu_stats {
 	/* SIS_CURRENT (sis_current.bpf.c's comment says what each counts) */
 	u64 current_cut;		/* wakeups put on the waker's CPU instead of a scan */
 	u64 current_idle_left;		/* ... while an idle CPU of the LLC stood idle */
+	/* scans whose SIS_UTIL depth (active or shadow) was older than depth_ttl_ns */
+	u64 stale_depths;
+	u64 own_first;			/* the scheduler's own threads queued first (own_first()) */
 	/* the adaptive rule: its scans by the rule it had chosen for the LLC */
 	u64 auto_scans[SISU_NR_POLICIES];
 	/* placement to first run, by enum sisu_wait */

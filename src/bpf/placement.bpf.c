@@ -12,6 +12,7 @@
  */
 
 #include "sisutil.bpf.h"
+#include "sis_util.h"
 #include "wait_count.h"
 
 /* --- the wake target ------------------------------------------------ */
@@ -332,6 +333,44 @@ struct depth {
 	bool scan;	/* whether the scan runs at all */
 };
 
+/*
+ * SIS_UTIL's depth for @llc: the one userspace published, while it is at
+ * most depth_ttl_ns old. Userspace folds the sums in an ordinary task
+ * that waits in the queues this scheduler keeps, where the kernel folds
+ * them in load balancing, which is never late. Past the bound the depth
+ * is derived here from the CPUs busy at this moment, each counted at full
+ * capacity: cruder than the average, never stale. (A global function, so
+ * that the verifier walks its loop once, not once per rule judged.)
+ */
+__noinline u32 util_depth_now(u32 llc, u32 width)
+{
+	struct sisu_stats *st = stats_of(active_policy());
+	u64 busy = 0;
+	u32 i;
+
+	if (st)
+		st->stale_depths++;
+	bpf_for(i, 0, width) {
+		struct sisu_cpu_ctx *c = cpu_ctx(walk_cpu(llc, 0, i, width));
+
+		if (c && c->running)
+			busy += SISU_CAPACITY;
+	}
+	return sis_util_nr(busy, width);
+}
+
+static __always_inline u32 util_depth(u32 llc)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc);
+	u32 width = width_of(llc);
+
+	if (!lc)
+		return width;
+	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns)
+		return lc->nr_idle_scan;
+	return util_depth_now(llc, width);
+}
+
 /* The rules the adaptive one chooses from (auto.rs says why these). */
 #define AUTO_CANDIDATES ((1U << SISU_POL_UTIL) | (1U << SISU_POL_PROP) | (1U << SISU_POL_FULL))
 
@@ -355,14 +394,15 @@ static u32 rule_of(u32 pol, u32 llc)
 /*
  * The depth rule @pol sets for a scan of @llc: the one place a rule's
  * depth is defined. @b is the SIS_PROP books it spends (the waking CPU's,
- * already aged), NULL where SIS_PROP does not limit the scan. Pure: the
- * shadow rules call it too, each with its books. The adaptive rule is
+ * already aged), NULL where SIS_PROP does not limit the scan; @util_nr is
+ * SIS_UTIL's depth, read once per scan (util_depth()). Pure: the shadow
+ * rules call it too, each with its books. The adaptive rule is
  * resolved to its candidate before (rule_of()).
  */
 static __always_inline void policy_depth(u32 pol, u32 llc, bool idle_core,
-					 const struct sisu_prop_books *b, struct depth *d)
+					 const struct sisu_prop_books *b, u32 util_nr,
+					 struct depth *d)
 {
-	struct sisu_llc_ctx *lc = llc_ctx(llc);
 	u32 width = width_of(llc), small = cfg.small_llc;
 	u64 nr;
 
@@ -377,7 +417,7 @@ static __always_inline void policy_depth(u32 pol, u32 llc, bool idle_core,
 		 * scan, idle core or not. The review's small-LLC rule turns
 		 * any other depth into a full scan.
 		 */
-		nr = lc ? lc->nr_idle_scan : width;
+		nr = util_nr;
 		if (nr && small && width <= small)
 			nr = width;
 		d->limit = nr;
@@ -469,7 +509,7 @@ __noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdic
 	bpf_for(r, 0, SISU_NR_POLICIES) {
 		if (!(v->rules & (1U << r)))
 			continue;
-		policy_depth(r, llc, v->idle_core, sb, &d);
+		policy_depth(r, llc, v->idle_core, sb, v->util_nr, &d);
 		v->limit[r] = d.limit;
 		/* A rule that does not scan examines nothing (budget 0). */
 		v->examined[r] = d.scan ? d.budget : 0;
@@ -620,7 +660,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	const struct cpumask *idle;
 	struct depth d;
 	u64 t0 = 0, t = 0;
-	u32 shift = 0;
+	u32 shift = 0, util_nr = 0;
 
 	/*
 	 * The shadows look before the active scan claims anything. They are
@@ -635,6 +675,12 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 			if (!(v->counted & (1U << SISU_POL_PROP)))
 				v->prop_shift = shift;
 		}
+	}
+	/* SIS_UTIL's depth, read once for the active scan and the shadows alike. */
+	if (rule == SISU_POL_UTIL || (v && (v->rules & (1U << SISU_POL_UTIL))))
+		util_nr = util_depth(llc);
+	if (v) {
+		v->util_nr = util_nr;
 		if (v->rules)
 			judge_shadows(p, v);
 	}
@@ -649,7 +695,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	prop = rule == SISU_POL_PROP && !idle_core;
 	if (prop)
 		ab = aged_books(c, SISU_BOOK_ACTIVE);
-	policy_depth(rule, llc, idle_core, ab, &d);
+	policy_depth(rule, llc, idle_core, ab, util_nr, &d);
 	timed = stats_on || prop || judged;
 	if (d.scan) {
 		if (timed)

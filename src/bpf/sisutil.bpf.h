@@ -86,6 +86,12 @@ extern const volatile bool stats_on;
 /* Wakeups may target the waker's CPU (see wake_target()). */
 extern const volatile bool wake_affine_on;
 
+/* The oldest published SIS_UTIL depth a scan uses (util_depth()). */
+extern const volatile u64 depth_ttl_ns;
+
+/* The scheduler's own process, whose threads run first (own_first()). */
+extern const volatile u32 own_tgid;
+
 /* Written by userspace at run time (see intf.h). */
 extern struct sisu_cfg cfg;
 extern struct sisu_llc_ctx llcs[SISU_MAX_LLCS];
@@ -162,6 +168,7 @@ struct verdicts {
 	u32 rules;			/* in: bits of enum sisu_policy */
 	u32 counted;			/* in: ... of those the statistics count */
 	u32 prop_shift;			/* in: the walk stands for 2^prop_shift scans in SIS_PROP's books */
+	u32 util_nr;			/* in: SIS_UTIL's depth for this scan (util_depth()) */
 	u32 found;			/* out: bits of the rules that would have found */
 	bool any;			/* the walk found an idle CPU */
 	u32 walk_examined;		/* CPUs the walk examined */
@@ -542,6 +549,7 @@ __noinline bool balance(s32 cpu, s32 own);
 __noinline s32 spread(s32 cpu);
 __hidden bool push_marked(const struct task_struct *p, s32 cpu);
 __hidden bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags);
+__hidden void own_ran(const struct task_struct *p, u64 ns);
 
 /* sis_current.bpf.c */
 __hidden void current_run(struct task_struct *p, u64 now);

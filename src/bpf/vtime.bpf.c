@@ -60,6 +60,7 @@ __hidden u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
 {
 	if (now > c->run_start) {
 		p->scx.dsq_vtime += (now - c->run_start) * 100 / p->scx.weight;
+		own_ran(p, now - c->run_start);
 		c->run_start = now;
 	}
 	return p->scx.dsq_vtime;

@@ -7,9 +7,11 @@
 # (and an 8th in a harness run) within what a counter per CPU allows; the
 # lab turns a trace into a report, a plot and a Perfetto trace (which the
 # host half of this test opens with Perfetto's own schema). Bad input: a
-# folder it cannot create, a full disk, a client killed mid-trace: one
-# line, the scheduler keeps scheduling, and no torn file is left: on the
-# full disk none at all, from the killed client a whole one. A point of
+# folder it cannot create, a read-only one, a full disk, a folder holding
+# a trace, a client killed mid-trace: one line, the scheduler keeps
+# scheduling, and no torn file is left: on the full disk and the read-only
+# folder none at all, from the killed client a whole one; a trace at its
+# size cap stops early, whole, and says so. A point of
 # the harness keeps the trace of its last run under a +traceN arm.
 # shape: 2x4
 # timeout: 900
@@ -146,6 +148,10 @@ n=$(rows /tmp/sat/wakeups.csv)
 lost=$(($(sed -n 's/.*, \([0-9]*\) dropped.*/\1/p' /tmp/sat.out) + $(sed -n 's/.*, \([0-9]*\) unread.*/\1/p' /tmp/sat.out)))
 check "it ended in time (${took} s for a 3 s trace, 5 s to read the rest)" [ "$took" -le 15 ]
 check "rows and records lost at most the wakeups ($n + $lost of $w)" [ $((n + lost)) -le "$w" -a "$n" -gt 0 ]
+# Writing every row under saturation spends the loop's share of the CPUs:
+# how late it was, and how many scans derived their depth for want of a
+# fresh one, are on record.
+log "the loop over the saturated trace: late p99 $(json_field loop_late_p99_us "$s" | head -n1) us, max $(json_field loop_late_max_us "$s" | head -n1) us; $(json_field stale_depths "$s" | head -n1) scans derived their depth"
 
 kill $HB
 wait $HB 2>/dev/null
@@ -171,7 +177,7 @@ sleep 1
 log "one in 64, a light hackbench of fixed length inside the trace"
 counts() { _s=$($SCHED stats --json); echo "$(json_field wakeups "$_s" | head -n1) $(json_field queued_wakeups "$_s" | head -n1)"; }
 c0=$(counts)
-$SCHED trace --out /results/trace --every 64 --seconds 20 >/tmp/t64.out 2>&1 &
+$SCHED trace --out /results/trace --replace --every 64 --seconds 20 >/tmp/t64.out 2>&1 &
 TR=$!
 for i in $(seq 40); do
 	grep -q "^tracing one wakeup in 64" /tmp/t64.out && break
@@ -231,7 +237,7 @@ mount -t tmpfs -o size=64k tmpfs /tmp/full
 # filled it was the trace's and is gone. (A folder never written into
 # would leave no "No space left"; files left behind, torn or not, would
 # leave the disk in use.)
-expect_error 1 "ended early: cannot write [a-z]*\.csv in /tmp/full/t: .*No space left.*; its files were removed" \
+expect_error 1 "failed: cannot write [a-z]*\.csv in /tmp/full/t: .*No space left.*; its files were removed" \
 	$SCHED trace --out /tmp/full/t --seconds 5
 check "the trace had opened its files on the full disk" grep -q "on record into /tmp/full/t," /tmp/sched.log
 used=$(df -k /tmp/full | awk 'NR == 2 { print $3 }')
@@ -239,6 +245,35 @@ log "the full disk after the trace holds: $(ls -A /tmp/full | tr '\n' ' ')($(ls 
 check "its files were removed, not left torn: only the empty folder is left, the disk's use back to 0" \
 	[ "$(ls -A /tmp/full)" = t -a -z "$(ls -A /tmp/full/t)" -a "$used" = 0 ]
 umount /tmp/full
+# A folder it may not write: nothing is left in it, and the message says
+# why. (Root passes permission bits, so a read-only file system stands for
+# a folder the scheduler may not write.)
+mkdir -p /tmp/ro
+mount -t tmpfs -o size=64k tmpfs /tmp/ro
+mkdir /tmp/ro/t
+mount -o remount,ro /tmp/ro
+expect_error 1 "cannot write /tmp/ro/t/wakeups.csv: Read-only file system" $SCHED trace --out /tmp/ro/t --seconds 1
+check "and nothing was left in it" [ -z "$(ls -A /tmp/ro/t)" ]
+umount /tmp/ro
+# A folder that holds a trace: refused, the trace there untouched, unless
+# told to replace it.
+before=$(md5sum /tmp/trace/wakeups.csv)
+expect_error 1 "/tmp/trace already holds a trace (wakeups.csv): choose another folder, or replace it (--replace)" \
+	$SCHED trace --out /tmp/trace --seconds 1
+check "and the trace there is untouched" [ "$(md5sum /tmp/trace/wakeups.csv)" = "$before" ]
+# Its size cap: the trace stops early, its files whole, and the client says
+# so, prints what it recorded, and exits 0.
+hackbench -g 1 -l 100000000 >/dev/null 2>&1 &
+HB=$!
+check "a trace that reaches its size cap exits 0" sh -c "$SCHED trace --out /tmp/cap --max-mb 1 --seconds 30 >/tmp/cap.out 2>&1"
+kill $HB
+wait $HB 2>/dev/null
+sed 's/^/# /' /tmp/cap.out
+ncap=$(rows /tmp/cap/wakeups.csv)
+check "it says it stopped early at its size cap, files whole" grep -q "stopped early, its files whole: its size cap of 1 MB" /tmp/cap.out
+check "and counts its rows ($ncap)" grep -q "^$ncap wakeups on record" /tmp/cap.out
+check "which fill the cap ($(wc -c </tmp/cap/wakeups.csv) bytes)" [ "$(wc -c </tmp/cap/wakeups.csv)" -ge 1048576 ]
+check "and the file is whole" whole_csv /tmp/cap/wakeups.csv 27
 $SCHED trace --out /tmp/killed --seconds 3 >/dev/null 2>&1 &
 CL=$!
 sleep 1

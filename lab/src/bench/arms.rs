@@ -399,6 +399,8 @@ impl Machine {
                 every,
                 seconds: 3600,
                 max_mb,
+                // The harness owns its results folder.
+                replace: true,
             })),
             ..Default::default()
         })

@@ -163,6 +163,68 @@ pub fn scan_table(r: &Results, section: &str) -> Option<String> {
     ))
 }
 
+/// Whether the scheduler's (or observer's) own loop and socket kept time
+/// during a section's runs: per point and counted arm, the worst
+/// iteration's lateness and request time (a tail is not averaged), and
+/// the sums of intervals skipped and scans that found a depth too old.
+/// None where no run recorded it (results made before it was counted).
+pub fn timeliness_table(r: &Results, section: &str) -> Option<String> {
+    let arms = counted_arms(r, section);
+    let mut rows = vec![[
+        "point",
+        "arm",
+        "intervals",
+        "late p99 ms (worst run)",
+        "late max ms",
+        "skipped",
+        "requests",
+        "request p99 ms (worst run)",
+        "request max ms",
+        "stale depths",
+    ]
+    .map(String::from)
+    .to_vec()];
+    let ms = |us: u64| format!("{:.1}", us as f64 / 1000.0);
+    for p in r.section_points(section) {
+        for a in &arms {
+            let Some(ss) = p.samples.get(&a.name) else {
+                continue;
+            };
+            let ms_: Vec<&Metrics> = ss
+                .iter()
+                .filter_map(|s| s.stats.as_ref())
+                .filter(|m| m.loop_intervals > 0)
+                .collect();
+            if ms_.is_empty() {
+                continue;
+            }
+            let worst = |f: fn(&Metrics) -> u64| ms_.iter().map(|m| f(m)).max().unwrap_or(0);
+            let sum = |f: fn(&Metrics) -> u64| ms_.iter().map(|m| f(m)).sum::<u64>();
+            rows.push(vec![
+                p.point.label.clone(),
+                a.name.clone(),
+                sum(|m| m.loop_intervals).to_string(),
+                ms(worst(|m| m.loop_late_p99_us)),
+                ms(worst(|m| m.loop_late_max_us)),
+                sum(|m| m.loop_skipped).to_string(),
+                sum(|m| m.requests).to_string(),
+                ms(worst(|m| m.request_p99_us)),
+                ms(worst(|m| m.request_max_us)),
+                sum(|m| m.stale_depths).to_string(),
+            ]);
+        }
+    }
+    (rows.len() > 1).then(|| {
+        format!(
+            "{}{}",
+            banner(&format!(
+                "{section}: the loop's timeliness (sums and worst runs over iterations)"
+            )),
+            align(&rows)
+        )
+    })
+}
+
 /// The waits of @kind over @samples: the iterations' histograms summed
 /// (BPF's wait slots), whose percentiles a mean of percentiles would not
 /// be.
@@ -490,6 +552,9 @@ pub fn text(r: &Results) -> String {
             let _ = writeln!(out, "\n{t}");
         }
         if let Some(t) = waits_table(r, &section) {
+            let _ = writeln!(out, "\n{t}");
+        }
+        if let Some(t) = timeliness_table(r, &section) {
             let _ = writeln!(out, "\n{t}");
         }
         if let Some(t) = span_table(r, &section) {
