@@ -333,7 +333,7 @@ impl<'a> Scheduler<'a> {
         }
         self.set_trace_every(0);
         // Reading the rest of the ring may take seconds: the depths are
-        // published meanwhile, on time.
+        // published meanwhile, as each interval falls due.
         let (skel, layout, tracker, clock) = (
             &mut self.skel,
             &self.layout,
