@@ -7,6 +7,7 @@
 
 mod bench;
 mod cost;
+mod get;
 mod shape;
 mod streambench;
 mod trace;
@@ -89,6 +90,9 @@ enum Cmd {
     /// The table of scripts/cost.sh's runs (its RESULT lines): each arm's
     /// figures, and their change against the first arm's with Welch's p
     CostSummary { runs: PathBuf },
+    /// Print values of a JSON document (`scx_sisutil stats --json`, a
+    /// results file) by path, e.g. `llcs.0.found`: for scripts
+    Get(get::GetOpts),
     /// Print a VM shape's numbers (scripts/vm.sh's grammar: LxC[xT] or
     /// SsLlCc[Tt][-npsN]) as shell assignments
     Shape { shape: String },
@@ -144,6 +148,7 @@ fn run(cmd: Cmd) -> Result<()> {
             Ok(())
         }
         Cmd::Docs { files, update } => bench::cite::docs(&files, update),
+        Cmd::Get(o) => get::main(&o),
         Cmd::Shape { shape } => shape::main(&shape),
         Cmd::TraceReport { dir } => trace::main(&dir),
         Cmd::CostSummary { runs } => cost::main(&runs),

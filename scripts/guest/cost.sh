@@ -15,8 +15,8 @@ wait_state() {
 	done
 }
 
-# field NAME JSON-OBJECT-TEXT
-field() { echo "$2" | grep -o "\"$1\":[0-9.]*" | head -n1 | cut -d: -f2; }
+# get PATH JSON: the value at PATH of the statistics (sisutil-lab get).
+get() { printf '%s\n' "$2" | sisutil-lab get "$1"; }
 
 # cpu_ns PID: CPU time of all the process's threads, in ns
 cpu_ns() {
@@ -58,11 +58,9 @@ while [ $r -le "$ROUNDS" ]; do
 		fi
 		s=$(scx_sisutil stats --json)
 		rss=$(grep VmRSS /proc/$pid/status | tr -s ' ' | cut -d' ' -f2)
-		sel=$(echo "$s" | grep -o '"select_cpu":{[^}]*')
-		run=$(echo "$s" | grep -o '"running":{[^}]*')
 		elapsed=$(echo "$t1 $t0" | awk '{ print $1 - $2 }')
 		cpu_pct=$(echo "$c1 $c0 $elapsed" | awk '{ printf "%.4f", 100 * ($1 - $2) / 1e9 / $3 }')
-		echo "RESULT arm=$name round=$r select_cpu_ns=$(field ns_per_call "$sel") calls=$(field calls "$sel") running_ns=$(field ns_per_call "$run") scan_ns_mean=$(field scan_ns_mean "$s") updater_cpu_pct=$cpu_pct rss_kb=$rss wall_s=$elapsed"
+		echo "RESULT arm=$name round=$r select_cpu_ns=$(get ops.select_cpu.ns_per_call "$s") calls=$(get ops.select_cpu.calls "$s") running_ns=$(get ops.running.ns_per_call "$s") scan_ns_mean=$(get scan_ns_mean "$s") updater_cpu_pct=$cpu_pct rss_kb=$rss wall_s=$elapsed"
 		kill -INT $pid
 		wait $pid
 		wait_state disabled

@@ -29,7 +29,8 @@
  * This file holds the state and the ops, in the order a task meets them;
  * what the ops call lives by concern (see sisutil.bpf.h): placement.bpf.c
  * (the wakeup and fork paths, the scan), migration.bpf.c (pulls, periodic
- * and NUMA balancing), vtime.bpf.c (virtual time, the rescues), the two
+ * and NUMA balancing), vtime.bpf.c (virtual time, the rescues, the
+ * scheduler's own threads first), the two
  * proposals (sis_cache.bpf.c, sis_current.bpf.c) and the trace
  * (trace.bpf.c).
  */
@@ -119,66 +120,6 @@ s32 BPF_STRUCT_OPS(sisu_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wak
 	if (pk.outcome != SISU_OUT_BUSY)
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, task_slice(p), immed);
 	return pk.cpu;
-}
-
-/*
- * The scheduler's own threads (the loop that publishes the depths, the
- * stats socket's) run first. The kernel folds SIS_UTIL's sums in load
- * balancing, never late; a loop that took its turn in a saturated
- * machine's queues would publish them late by the length of the queue.
- * The precedence is a budget of run time, refilled at a quarter of one
- * CPU's time up to OWN_BURST_NS and spent by whatever the threads run
- * (own_ran()): the loop, which sleeps between intervals, stays well
- * inside it, and threads that kept running would fall back into the
- * queues like any task once it is spent, so they cannot starve the
- * others.
- */
-#define OWN_BURST_NS		(20ULL * 1000 * 1000)
-#define OWN_SHARE_SHIFT		2
-s64 own_budget_ns = OWN_BURST_NS;
-u64 own_refilled_at;
-
-static __always_inline bool is_own(const struct task_struct *p)
-{
-	return own_tgid && p->tgid == own_tgid;
-}
-
-/* The budget at @now, refilled for the time since it last was. */
-static s64 own_budget(u64 now)
-{
-	u64 last = own_refilled_at;
-	s64 b;
-
-	if (now > last && __sync_bool_compare_and_swap(&own_refilled_at, last, now)) {
-		b = own_budget_ns + (s64)((now - last) >> OWN_SHARE_SHIFT);
-		own_budget_ns = b > (s64)OWN_BURST_NS ? (s64)OWN_BURST_NS : b;
-	}
-	return own_budget_ns;
-}
-
-/* @p ran for @ns (charge()): one of the scheduler's threads spends its budget. */
-__hidden void own_ran(const struct task_struct *p, u64 ns)
-{
-	if (is_own(p))
-		__sync_fetch_and_sub(&own_budget_ns, (s64)ns);
-}
-
-static bool own_first(struct task_struct *p, u64 enq_flags)
-{
-	struct sisu_stats *st;
-	s64 b;
-
-	if (!is_own(p))
-		return false;
-	b = own_budget(bpf_ktime_get_ns());
-	if (b <= 0)
-		return false;
-	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, (u64)b < slice_ns ? (u64)b : slice_ns,
-			   enq_flags | SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
-	st = stats_of(active_policy());
-	if (st)
-		st->own_first++;
-	return true;
 }
 
 /*

@@ -334,8 +334,8 @@ struct depth {
 };
 
 /*
- * SIS_UTIL's depth for @llc: the one userspace published, while it is at
- * most depth_ttl_ns old. Userspace folds the sums in an ordinary task
+ * SIS_UTIL's depth for @llc (util_depth() in sisutil.bpf.h): the one
+ * userspace published, while it is at most depth_ttl_ns old. Userspace folds the sums in an ordinary task
  * that waits in the queues this scheduler keeps, where the kernel folds
  * them in load balancing, which is never late. Past the bound the depth
  * is derived here from the CPUs busy at this moment, each counted at full
@@ -357,18 +357,6 @@ __noinline u32 util_depth_now(u32 llc, u32 width)
 			busy += SISU_CAPACITY;
 	}
 	return sis_util_nr(busy, width);
-}
-
-static __always_inline u32 util_depth(u32 llc)
-{
-	struct sisu_llc_ctx *lc = llc_ctx(llc);
-	u32 width = width_of(llc);
-
-	if (!lc)
-		return width;
-	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns)
-		return lc->nr_idle_scan;
-	return util_depth_now(llc, width);
 }
 
 /* The rules the adaptive one chooses from (auto.rs says why these). */

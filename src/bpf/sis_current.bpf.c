@@ -99,7 +99,7 @@ __hidden bool current_pick(struct task_struct *p, s32 target, struct pick *pk,
 			    migration_cost_ns,
 			    sis_current_pair(waker->pid, p->pid, w->last_wakee, e->last_wakee,
 					     w->wakee_flips, e->wakee_flips),
-			    sis_current_busy(lc->nr_idle_scan, width_of(llc),
+			    sis_current_busy(util_depth(llc), width_of(llc),
 					     smt_on && lc->has_idle_cores));
 	if (!ok)
 		return false;

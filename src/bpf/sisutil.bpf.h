@@ -312,6 +312,25 @@ static __always_inline u32 width_of(u32 llc)
 	return v ? *v : 0;
 }
 
+__noinline u32 util_depth_now(u32 llc, u32 width);
+
+/*
+ * SIS_UTIL's depth for @llc, never older than depth_ttl_ns: the published
+ * one, or past that bound one derived now (util_depth_now(), where the
+ * reason is).
+ */
+static __always_inline u32 util_depth(u32 llc)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc);
+	u32 width = width_of(llc);
+
+	if (!lc)
+		return width;
+	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns)
+		return lc->nr_idle_scan;
+	return util_depth_now(llc, width);
+}
+
 /* The @k-th nearest LLC to @llc: @llc itself first. */
 static __always_inline u32 llc_nearest(u32 llc, u32 k)
 {
@@ -549,7 +568,6 @@ __noinline bool balance(s32 cpu, s32 own);
 __noinline s32 spread(s32 cpu);
 __hidden bool push_marked(const struct task_struct *p, s32 cpu);
 __hidden bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags);
-__hidden void own_ran(const struct task_struct *p, u64 ns);
 
 /* sis_current.bpf.c */
 __hidden void current_run(struct task_struct *p, u64 now);
@@ -576,5 +594,6 @@ __hidden bool in_rcu_reader(const struct task_struct *p);
 __hidden void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice);
 __hidden bool keep_prev(struct task_struct *prev, s32 cpu);
 __hidden bool rescue_starving(s32 cpu);
+__hidden bool own_first(struct task_struct *p, u64 enq_flags);
 
 #endif /* __SISUTIL_BPF_H */

@@ -19,8 +19,9 @@
  * be owed far more than a slice.
  *
  * Beyond the kernel's rule: a kernel thread preempted inside an RCU
- * reader queues as nice 0, and a task waiting past STARVE_NS runs next,
- * before sched_ext's watchdog would unload the scheduler.
+ * reader queues as nice 0, a task waiting past STARVE_NS runs next,
+ * before sched_ext's watchdog would unload the scheduler, and the
+ * scheduler's own threads go first within a budget (own_first()).
  */
 
 #include "sisutil.bpf.h"
@@ -53,6 +54,66 @@ __hidden void advance_clock(s32 cpu, u64 vtime)
 
 	if (c && time_before(c->vclock, vtime))
 		c->vclock = vtime;
+}
+
+/*
+ * The scheduler's own threads (the loop that publishes the depths, the
+ * stats socket's) run first. The kernel folds SIS_UTIL's sums in load
+ * balancing, never late; a loop that took its turn in a saturated
+ * machine's queues would publish them late by the length of the queue.
+ * The precedence is a budget of run time, refilled at a quarter of one
+ * CPU's time up to OWN_BURST_NS and spent by whatever the threads run
+ * (own_ran()): the loop, which sleeps between intervals, stays well
+ * inside it, and threads that kept running would fall back into the
+ * queues like any task once it is spent, so they cannot starve the
+ * others.
+ */
+#define OWN_BURST_NS		(20ULL * 1000 * 1000)
+#define OWN_SHARE_SHIFT		2
+s64 own_budget_ns = OWN_BURST_NS;
+u64 own_refilled_at;
+
+static __always_inline bool is_own(const struct task_struct *p)
+{
+	return own_tgid && p->tgid == own_tgid;
+}
+
+/* The budget at @now, refilled for the time since it last was. */
+static s64 own_budget(u64 now)
+{
+	u64 last = own_refilled_at;
+	s64 b;
+
+	if (now > last && __sync_bool_compare_and_swap(&own_refilled_at, last, now)) {
+		b = own_budget_ns + (s64)((now - last) >> OWN_SHARE_SHIFT);
+		own_budget_ns = b > (s64)OWN_BURST_NS ? (s64)OWN_BURST_NS : b;
+	}
+	return own_budget_ns;
+}
+
+/* @p ran for @ns (charge()): one of the scheduler's threads spends its budget. */
+static void own_ran(const struct task_struct *p, u64 ns)
+{
+	if (is_own(p))
+		__sync_fetch_and_sub(&own_budget_ns, (s64)ns);
+}
+
+__hidden bool own_first(struct task_struct *p, u64 enq_flags)
+{
+	struct sisu_stats *st;
+	s64 b;
+
+	if (!is_own(p))
+		return false;
+	b = own_budget(bpf_ktime_get_ns());
+	if (b <= 0)
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, (u64)b < slice_ns ? (u64)b : slice_ns,
+			   enq_flags | SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
+	st = stats_of(active_policy());
+	if (st)
+		st->own_first++;
+	return true;
 }
 
 /* Charges the running @p's time on @c so far; returns its virtual time. */

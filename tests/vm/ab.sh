@@ -29,19 +29,24 @@ check "report.txt holds the table" grep -q "Test:" $R/report.txt
 log "the results file"
 J=$R/results.json
 check "results.json exists" [ -s $J ]
-check "its format is named" grep -q '"format": "scx_sisutil-ab/1"' $J
-check "it records the kernel" grep -q "\"kernel\": \"$(uname -r)\"" $J
-check "it records the topology" grep -q '"topology": "2 nodes x 1 LLC x 4 CPUs' $J
-check "3 points x 2 iterations x 2 arms = 12 samples" [ "$(grep -c '"iteration":' $J)" -eq 12 ]
-check "every sample carries the counters" [ "$(grep -c '"wakeups":' $J)" -eq 12 ]
-check "eevdf's are the kernel's, from the observer" [ "$(grep -c '"policy": "kernel"' $J)" -eq 6 ]
-# Every measurement is positive, not all equal, and no longer than the
-# process that reported it ran.
-awk '
-/"(time|throughput)":/ { gsub(/[",]/, ""); v = $2; n++; if (v <= 0) bad++; seen[v] = 1 }
-/"wall_s":/ { gsub(/[",]/, ""); if (last_time != "" && last_time > $2) bad++; last_time = "" }
-/"time":/ { gsub(/[",]/, ""); last_time = $2 }
-END { d = 0; for (k in seen) d++; exit !(n == 12 && bad == 0 && d > 6) }' $J
+check "its format is named" [ "$($LAB get --file $J format)" = scx_sisutil-ab/1 ]
+check "it records the kernel" [ "$($LAB get --file $J env.kernel)" = "$(uname -r)" ]
+check "it records the topology" says "$($LAB get --file $J env.topology)" '^2 nodes x 1 LLC x 4 CPUs'
+check "3 points x 2 iterations x 2 arms = 12 samples" [ "$(samples $J | wc -l)" -eq 12 ]
+check "every sample carries the counters" \
+	[ "$($LAB get --file $J 'points.*.samples.*.*.stats.wakeups' | wc -l)" -eq 12 ]
+check "eevdf's are the kernel's, from the observer" \
+	[ "$($LAB get --file $J 'points.*.samples.*.*.stats.policy' | grep -c '^kernel$')" -eq 6 ]
+# Every measurement is positive, not all equal, and a time no longer than
+# the process that reported it ran.
+samples $J | while read -r smp; do
+	if v=$(get values.time "$smp" 2>/dev/null); then
+		echo "$v $(get wall_s "$smp") time"
+	else
+		echo "$(get values.throughput "$smp") $(get wall_s "$smp") rate"
+	fi
+done | awk '{ n++; if ($1 <= 0 || ($3 == "time" && $1 > $2)) bad++; seen[$1] = 1 }
+END { d = 0; for (k in seen) d++; exit !(n == 12 && bad == 0 && d > 6) }'
 check "every sample is a real, distinct measurement within its run's wall time" [ $? -eq 0 ]
 
 log "plots"
@@ -98,13 +103,14 @@ arm_order() {
 o=$(arm_order)
 check "by default the second round is shifted, and each point starts afresh ($o)" \
 	[ "$o" = "util prop full prop full util util prop full prop full util " ]
-check "the results file says so" grep -q '"order": "balanced"' /tmp/ab-order/results.json
-check "and that the order restarts at every point" grep -q '"order_per_point": true' /tmp/ab-order/results.json
+check "the results file says so" [ "$($LAB get --file /tmp/ab-order/results.json method.order)" = balanced ]
+check "and that the order restarts at every point" \
+	[ "$($LAB get --file /tmp/ab-order/results.json method.order_per_point)" = true ]
 # 2 rounds of 3 arms are a third of the design's cycle of 6: the run
 # warns, and the report says what the order did not balance.
 check "the run warns that 2 rounds cannot balance 3 arms" grep -q "a multiple of 6 balances it" /tmp/ab-order.err
 check "the report says so too" grep -q "not balanced at a point: its 2 round(s) are the first 2 of the design's 6" /tmp/ab-order/report.txt
-check "the results file records the build" grep -q '"commit": "g[0-9a-f]\{12\}"' /tmp/ab-order/results.json
+check "the results file records the build" says "$($LAB get --file /tmp/ab-order/results.json env.commit)" '^g[0-9a-f]{12}$'
 o=$(arm_order alternate)
 check "--order alternate reverses it ($o)" [ "$o" = "util prop full full prop util util prop full full prop util " ]
 check "the report states the order" grep -q "in alternating order" /tmp/ab-order/report.txt
@@ -145,8 +151,9 @@ check "the run with failing peers exits 0" [ $rc -eq 0 ]
 check "the report names the peer that never loaded" grep -q "DROPPED nope .*exited" /tmp/ab5.out
 check "and the one that unloaded during a run" grep -q "DROPPED fading .*no longer loaded" /tmp/ab5.out
 check "both are in the results file" \
-	[ "$(grep -cE '^ +"(nope|fading)": "' /tmp/ab5/results.json)" -eq 2 ]
-check "eevdf has all its samples" [ "$(grep -c '"iteration":' /tmp/ab5/results.json)" -eq 2 ]
+	[ "$($LAB get --keys --file /tmp/ab5/results.json dropped)" = "fading nope" ]
+check "eevdf has all its samples" [ "$($LAB get --file /tmp/ab5/results.json 'points.*.samples.eevdf.*' | wc -l)" -eq 2 ]
+check "and the dropped peers none" [ "$(samples /tmp/ab5/results.json | wc -l)" -eq 2 ]
 check "nothing left loaded after the dropped peers" [ "$(state)" = disabled ]
 left=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$c" 2>/dev/null; echo; done | grep -c "^sleep 600")
 check "the dropped peer's processes are gone ($left left)" [ "$left" -eq 0 ]
@@ -168,8 +175,8 @@ kill -INT $b
 wait $b
 rc=$?
 check "an interrupted run exits non-zero" [ $rc -ne 0 ]
-check "it says so in the results" grep -q '"incomplete": ".*interrupted' /tmp/ab3/results.json
-check "what it measured is kept" [ "$(grep -c '"iteration":' /tmp/ab3/results.json)" -ge 3 ]
+check "it says so in the results" says "$($LAB get --file /tmp/ab3/results.json incomplete)" interrupted
+check "what it measured is kept" [ "$(samples /tmp/ab3/results.json | wc -l)" -ge 3 ]
 tail -n 3 /tmp/ab3.err
 check "nothing left loaded" wait_state disabled 30
 

@@ -55,7 +55,7 @@ log "without wake-affine: the pair shared an LLC in $n of 40 samples"
 # waits behind anything. Measured: 0 of 40; a tenth is the bound.
 check "without wake-affine the pair stays split (at most 4 of 40 samples together)" [ "$n" -le 4 ]
 s=$($SCHED stats --json)
-check "no wake-affine targets counted" [ "$(json_field wake_affine "$s")" -eq 0 ]
+check "no wake-affine targets counted" [ "$(get wake_affine "$s")" -eq 0 ]
 unpair
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
@@ -67,8 +67,8 @@ n=$(together)
 log "with wake-affine: the pair shared an LLC in $n of 40 samples"
 check "with wake-affine the pair shares an LLC" [ "$n" -ge 36 ]
 s=$($SCHED stats --json)
-log "wakeups $(json_field wakeups "$s"), wake-affine $(json_field wake_affine "$s")"
-check "wake-affine targets counted" [ "$(json_field wake_affine "$s")" -gt 0 ]
+log "wakeups $(get wakeups "$s"), wake-affine $(get wake_affine "$s")"
+check "wake-affine targets counted" [ "$(get wake_affine "$s")" -gt 0 ]
 unpair
 
 # hackbench's wakeups are synchronous too: how many went affine.
@@ -76,8 +76,8 @@ $SCHED reset-stats >/dev/null
 hackbench -g 2 -l 300 >/tmp/hb.log 2>&1
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 s=$($SCHED stats --json)
-w=$(json_field wakeups "$s")
-aff=$(json_field wake_affine "$s")
+w=$(get wakeups "$s")
+aff=$(get wake_affine "$s")
 log "hackbench: $aff of $w wakeups targeted the waker's CPU"
 check "hackbench wakeups were counted" [ "$w" -gt 1000 ]
 # Measured: 20% (2299 of 11769). A waker alone on its CPU is common
@@ -102,9 +102,9 @@ forks=0
 for try in $(seq $RUNS); do
 	$SCHED reset-stats >/dev/null
 	r=$($LAB streambench --threads 2 --runs 4 --elements 262144 --json | tail -n 1)
-	f=$(json_field wake_fork "$($SCHED stats --json)")
-	log "run $try: STREAM's 2 threads started in $(json_field start_llcs "$r") LLC(s), ran in $(json_field llcs_used "$r") (mean over kernels); $f fork(s) placed by fork balancing"
-	[ "$(json_field start_llcs "$r")" = 2.0 ] && split=$((split + 1))
+	f=$(get wake_fork "$($SCHED stats --json)")
+	log "run $try: STREAM's 2 threads started in $(get start_llcs "$r") LLC(s), ran in $(get llcs_used "$r") (mean over kernels); $f fork(s) placed by fork balancing"
+	[ "$(get start_llcs "$r")" = 2.0 ] && split=$((split + 1))
 	[ "$f" -ge 2 ] && forks=$((forks + 1))
 done
 check "two threads forked together started in both LLCs in all runs but one at most ($split of $RUNS)" [ $split -ge 4 ]

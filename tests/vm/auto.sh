@@ -28,8 +28,8 @@ unspin() {
 	SPINS=
 }
 
-# llc_rec IDX JSON: LLC IDX's record of the statistics in JSON.
-llc_rec() { echo "$2" | grep -o '"llcs":{.*' | grep -o "\"$1\":{[^}]*}" | head -n1; }
+# llc IDX FIELD JSON: FIELD of LLC IDX's record of the statistics in JSON.
+llc() { get "llcs.$1.$2" "$3"; }
 
 # follows_gains JSON LLC...: in each LLC named, gains (util/prop/full)
 # were measured, and the rule is the candidate they rank first, or one
@@ -40,19 +40,19 @@ follows_gains() {
 	_j=$1
 	shift
 	for _l in "$@"; do
-		_r=$(llc_rec $_l "$_j")
-		_rule=$(json_str auto_rule "$_r")
-		_g=$(echo "$_r" | grep -o '"auto_gain_ns":\[[^]]*\]' | cut -d'[' -f2 | tr -d ']' | tr ',' ' ')
-		log "LLC $_l: $_rule, gains util/prop/full ${_g:-(none)}, S $(saved_us $_l "$_j") us, c $(json_field auto_cpu_ns "$_r") ns, $(json_field auto_judged "$_r") judged"
+		_rule=$(llc $_l auto_rule "$_j")
+		_g=$(llc $_l auto_gain_ns "$_j")
+		_c=$(llc $_l auto_cpu_ns "$_j")
+		log "LLC $_l: $_rule, gains util/prop/full ${_g:-(none)}, S $(saved_us $_l "$_j") us, c $_c ns, $(llc $_l auto_judged "$_j") judged"
 		[ -n "$_g" ] || return 1
-		echo "$_rule $(json_field auto_cpu_ns "$_r") $_g" | awk '{ i = ($1 == "util") ? 3 : ($1 == "prop") ? 4 : 5; b = $3; if ($4 > b) b = $4; if ($5 > b) b = $5;
+		echo "$_rule $_c $_g" | awk '{ i = ($1 == "util") ? 3 : ($1 == "prop") ? 4 : 5; b = $3; if ($4 > b) b = $4; if ($5 > b) b = $5;
 			m = 0.1 * (b < 0 ? -b : b); g = $i < 0 ? -$i : $i; if (0.1 * g > m) m = 0.1 * g; if (0.1 * $2 > m) m = 0.1 * $2;
 			exit !(b - $i <= m + 1) }' || return 1
 	done
 }
 
 # saved_us LLC JSON: S, what a find saves a wakee there (us).
-saved_us() { llc_rec $1 "$2" | grep -o '"auto_saved_us":[-0-9.e]*' | cut -d: -f2; }
+saved_us() { llc $1 auto_saved_us "$2"; }
 
 # pays JSON: "yes" when in every LLC a deeper rule's gain (prop's or
 # full's) tops util's, "no" when util's tops both in every LLC, "mixed"
@@ -61,20 +61,20 @@ saved_us() { llc_rec $1 "$2" | grep -o '"auto_saved_us":[-0-9.e]*' | cut -d: -f2
 pays() {
 	_deeper=0
 	for _l in 0 1; do
-		_g=$(llc_rec $_l "$1" | grep -o '"auto_gain_ns":\[[^]]*\]' | cut -d'[' -f2 | tr -d ']' | tr ',' ' ')
+		_g=$(llc $_l auto_gain_ns "$1")
 		echo "$_g" | awk '{ exit !(NF == 3 && ($2 > $1 || $3 > $1)) }' && _deeper=$((_deeper + 1))
 	done
 	case $_deeper in 2) echo yes ;; 0) echo no ;; *) echo mixed ;; esac
 }
 
-# wait_rec KIND FIELD JSON: a field of the waits of KIND.
-wait_rec() { echo "$3" | grep -o '"waits":{.*' | grep -o "\"$1\":{[^}]*}" | head -n1 | grep -o "\"$2\":[0-9.]*" | cut -d: -f2; }
+# wait_rec KIND FIELD JSON: a field of the waits of KIND (none: no such waits).
+wait_rec() { get "waits.$1.$2" "$3" 2>/dev/null; }
 
 echo 0 >/sys/devices/system/cpu/cpu7/online
 check "CPU 7 went offline" [ "$(cat /sys/devices/system/cpu/cpu7/online)" = 0 ]
 check "loads with --policy auto --shadow util,prop" start_sched /tmp/auto.log --policy auto --shadow util,prop
 s=$($SCHED stats --json)
-check "its topology has LLCs of 4 and 3 CPUs" says "$s" '"topology":"[^"]*4/3 CPUs'
+check "its topology has LLCs of 4 and 3 CPUs" says "$(get topology "$s")" '4/3 CPUs'
 
 # load NAME SPINNERS...: spinners on those CPUs and a hackbench of 2
 # senders and 2 receivers pinned in each LLC, for 6 s after 4 s to settle;
@@ -95,8 +95,8 @@ load() {
 	wait $_h0 $_h1 2>/dev/null
 	killall hackbench 2>/dev/null
 	unspin
-	log "$_name: LLC 0 $(llc_rec 0 "$s")"
-	log "$_name: LLC 1 $(llc_rec 1 "$s")"
+	log "$_name: LLC 0 $(get llcs.0 "$s")"
+	log "$_name: LLC 1 $(get llcs.1 "$s")"
 	sleep 1
 }
 
@@ -106,7 +106,7 @@ log "LLC 0 saturated, LLC 1 busy with idle CPUs, at the same time"
 # idle CPUs past util's depth (measured: found 343-349 of about 350, util's
 # depth alone would miss about a tenth more).
 load split 0 1 2 3
-r0=$(json_str auto_rule "$(llc_rec 0 "$s")")
+r0=$(llc 0 auto_rule "$s")
 check "the saturated LLC scans with util's depth ($r0)" [ "$r0" = util ]
 # Each LLC's rule is the one its own measurements rank first, within the
 # margin (a switch wants 10% more gain), whatever they say on this guest.
@@ -115,12 +115,12 @@ check "each LLC's rule is the candidate its own gains rank first" follows_gains 
 log "both LLCs at moderate load"
 load both
 check "each LLC's rule is the candidate its own gains rank first" follows_gains "$s" 0 1
-found=$(json_field idle_found "$s" | head -n1)
-missed=$(json_field idle_missed "$s" | head -n1)
-auto_only=$(json_rec active/prop first_only "$s")
-prop_only=$(json_rec active/prop second_only "$s")
-log "auto found $found, missed $missed; prop's depth would find $(json_rec prop would_find "$s"), miss $(json_rec prop would_miss "$s"); only auto $auto_only, only prop $prop_only"
-log "auto scanned with util $(json_field auto_util_scans "$s"), prop $(json_field auto_prop_scans "$s"), full $(json_field auto_full_scans "$s") times"
+found=$(get idle_found "$s")
+missed=$(get idle_missed "$s")
+auto_only=$(get pairs.active/prop.first_only "$s")
+prop_only=$(get pairs.active/prop.second_only "$s")
+log "auto found $found, missed $missed; prop's depth would find $(get rules.prop.would_find "$s"), miss $(get rules.prop.would_miss "$s"); only auto $auto_only, only prop $prop_only"
+log "auto scanned with util $(get auto_util_scans "$s"), prop $(get auto_prop_scans "$s"), full $(get auto_full_scans "$s") times"
 check "scans had idle CPUs to find ($((found + missed)))" [ $((found + missed)) -gt 100 ]
 # Where a deeper scan pays in every LLC (a deeper rule's gain S P - 2 c E
 # tops util's), auto finds at least what prop's depth would: what only
@@ -128,8 +128,8 @@ check "scans had idle CPUs to find ($((found + missed)))" [ $((found + missed)) 
 # than what only auto's did. Where it pays in none (a find saves too
 # little, or costs time), auto keeps util's depth in most scans instead.
 # Where the LLCs differ, each follows its own gains (checked above).
-au=$(json_field auto_util_scans "$s")
-all=$((au + $(json_field auto_prop_scans "$s") + $(json_field auto_full_scans "$s")))
+au=$(get auto_util_scans "$s")
+all=$((au + $(get auto_prop_scans "$s") + $(get auto_full_scans "$s")))
 case $(pays "$s") in
 yes)
 	check "finding pays here, and auto finds at least what prop's depth would ($auto_only only auto, $prop_only only prop)" \
@@ -144,7 +144,7 @@ esac
 log "the waits, under util at the same load"
 check "switched to util" switch_to util
 load waits
-wakeups=$(json_field wakeups "$s" | head -n1)
+wakeups=$(get wakeups "$s")
 timed=0
 for k in idle found missed none; do
 	n=$(wait_rec $k count "$s")
@@ -164,9 +164,9 @@ $SCHED reset-stats >/dev/null
 hackbench -g 2 -l 300 >/tmp/hb.log 2>&1
 s=$($SCHED stats --json)
 unspin
-au=$(json_field auto_util_scans "$s")
-ap=$(json_field auto_prop_scans "$s")
-af=$(json_field auto_full_scans "$s")
+au=$(get auto_util_scans "$s")
+ap=$(get auto_prop_scans "$s")
+af=$(get auto_full_scans "$s")
 log "auto scanned with util $au, prop $ap, full $af times"
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 check "at saturation it keeps util's cut in >= 80% of scans" [ $((au * 100)) -ge $((80 * (au + ap + af))) ]
@@ -174,10 +174,9 @@ check "at saturation it keeps util's cut in >= 80% of scans" [ $((au * 100)) -ge
 # and what it judged is what the sample says, within noise.
 sampled=0
 for l in 0 1; do
-	r=$(llc_rec $l "$s")
-	n=$(json_field scanned "$r")
-	j=$(json_field auto_judged "$r")
-	k=$(json_field auto_judges_one_in "$r")
+	n=$(llc $l scanned "$s")
+	j=$(llc $l auto_judged "$s")
+	k=$(llc $l auto_judges_one_in "$s")
 	log "LLC $l: $n scans, $j judged, now one in $k"
 	check "LLC $l judged no more scans than it made ($j of $n)" [ "${j:-0}" -le "${n:-0}" ]
 	[ "${k:-0}" -ge 2 ] && [ $((j * 4)) -lt $((n * 3)) ] && sampled=$((sampled + 1))
@@ -204,11 +203,11 @@ check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 log "without the scan statistics"
 check "loads with --policy auto --no-scan-stats" start_sched /tmp/auto-nostats.log --policy auto --no-scan-stats
 load nostats 0 1 2 3
-r1=$(llc_rec 1 "$s")
-check "LLC 1 measured its gains from judged scans alone ($(json_field auto_judged "$r1") judged)" \
-	says "$r1" '"auto_gain_ns":\[-?[0-9]'
+g1=$(llc 1 auto_gain_ns "$s")
+check "LLC 1 measured its gains from judged scans alone ($(llc 1 auto_judged "$s") judged: ${g1:-no gains})" \
+	[ -n "$g1" ]
 check "each LLC's rule is the candidate its own gains rank first" follows_gains "$s" 0 1
-check "the saturated LLC scans with util's depth" [ "$(json_str auto_rule "$(llc_rec 0 "$s")")" = util ]
+check "the saturated LLC scans with util's depth" [ "$(llc 0 auto_rule "$s")" = util ]
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 
@@ -247,14 +246,13 @@ kill $HB 2>/dev/null
 wait $HB 2>/dev/null
 killall hackbench 2>/dev/null
 unspin
-r0=$(llc_rec 0 "$s")
-log "pays: LLC 0 $r0"
-au=$(json_field auto_util_scans "$s")
-deep=$(($(json_field auto_prop_scans "$s") + $(json_field auto_full_scans "$s")))
-only_auto=$(json_rec active/util first_only "$s")
-only_util=$(json_rec active/util second_only "$s")
-log "auto scanned with util $au, prop or full $deep times; of the idle CPUs there, auto found $(json_field found "$r0"), missed $(json_field missed "$r0"); util's depth would find $(json_rec util would_find "$s"); only auto $only_auto, only util's depth $only_util"
-log "what a find saves there now: S $(saved_us 0 "$s") us; over the window a missed wakee waited $(json_field missed_wait_us "$r0") us, a found one $(json_field found_wait_us "$r0") us"
+log "pays: LLC 0 $(get llcs.0 "$s")"
+au=$(get auto_util_scans "$s")
+deep=$(($(get auto_prop_scans "$s") + $(get auto_full_scans "$s")))
+only_auto=$(get pairs.active/util.first_only "$s")
+only_util=$(get pairs.active/util.second_only "$s")
+log "auto scanned with util $au, prop or full $deep times; of the idle CPUs there, auto found $(llc 0 found "$s"), missed $(llc 0 missed "$s"); util's depth would find $(get rules.util.would_find "$s"); only auto $only_auto, only util's depth $only_util"
+log "what a find saves there now: S $(saved_us 0 "$s") us; over the window a missed wakee waited $(llc 0 missed_wait_us "$s") us, a found one $(llc 0 found_wait_us "$s") us"
 check "LLC 0's rule is the candidate its own gains rank first" follows_gains "$s" 0
 check "auto scanned deeper than util's depth in at least a quarter of its scans ($deep of $((au + deep)))" \
 	[ $((deep * 4)) -ge $((au + deep)) ]

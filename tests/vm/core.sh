@@ -30,8 +30,8 @@ while :; do
 	sleep 1
 	n=$((n + 1))
 	idle=$(json_lines /tmp/sched.log.out | tail -n1)
-	widths=$(json_field width "$idle")
-	depths=$(json_field nr_idle_scan "$idle")
+	widths=$(get 'llcs.*.width' "$idle")
+	depths=$(get 'llcs.*.nr_idle_scan' "$idle")
 	if all_equal 4 $depths $widths || [ $n -ge 10 ]; then
 		break
 	fi
@@ -46,11 +46,11 @@ hb_rc=$?
 cat /tmp/hb.log
 check "hackbench completed" [ $hb_rc -eq 0 ]
 check "hackbench reported its time" grep -q '^Time:' /tmp/hb.log
-min=$(min_field nr_idle_scan /tmp/sched.log.out "$from")
+min=$(min_field "llcs.*.nr_idle_scan" /tmp/sched.log.out "$from")
 log "lowest nr_idle_scan published under hackbench: $min"
 check "nr_idle_scan dropped below the width under load" [ "${min:-4}" -lt 4 ]
 busy=$($SCHED stats --json)
-check "the scheduler placed wakeups" [ "$(json_field wakeups "$busy")" -gt 100 ]
+check "the scheduler placed wakeups" [ "$(get wakeups "$busy")" -gt 100 ]
 
 log "tbench under the scheduler"
 tbench_srv >/dev/null 2>&1 &

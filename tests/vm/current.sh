@@ -32,7 +32,7 @@ pingpong() {
 	_s=$($SCHED stats --json)
 	kill $_pp
 	wait $_pp 2>/dev/null
-	echo "$(json_field current_cut "$_s") $(json_field current_idle_left "$_s") $(json_field scans "$_s" | head -n1) $(json_field sis_current "$_s")"
+	echo "$(get current_cut "$_s") $(get current_idle_left "$_s") $(get scans "$_s") $(get sis_current "$_s")"
 }
 
 # pingpong_on LABEL: pingpong with the rule on, up to five times while it
@@ -76,8 +76,8 @@ check "the text report shows it" says "$($SCHED stats)" 'SIS_CURRENT: [0-9]+ wak
 $SCHED reset-stats >/dev/null
 taskset -c 0-7 hackbench -g 1 -l 300 >/tmp/hb.log 2>&1
 s=$($SCHED stats --json)
-cut=$(json_field current_cut "$s")
-w=$(json_field wakeups "$s" | head -n1)
+cut=$(get current_cut "$s")
+w=$(get wakeups "$s")
 log "hackbench, on: $cut of $w wakeups to the waker's CPU"
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 check "hackbench's one-to-many wakeups are left to the scan ($cut of $w)" [ $((cut * 20)) -le "$w" ]

@@ -99,7 +99,7 @@ check "nice 0 got 50x to 200x the CPU of nice 19" within $((50 * d19)) "$d0" $((
 log "userspace stopped"
 # depth0 JSON: % of the scans that had depth 0.
 depth0() {
-	set -- $(json_array limit "$1")
+	set -- $(get limit "$1")
 	_z=$1
 	_all=$(sum "$@")
 	echo $((100 * _z / (_all + 1)))
@@ -116,8 +116,8 @@ $SCHED reset-stats >/dev/null
 hackbench -g 6 -l 400 >/dev/null 2>&1
 resumed=$($SCHED stats --json)
 log "depth-0 scans under the same hackbench: $(depth0 "$stopped")% while stopped, $(depth0 "$resumed")% after resuming"
-check "while stopped, the scans derived their depth ($(json_field stale_depths "$stopped" | head -n1) of them)" \
-	[ "$(json_field stale_depths "$stopped" | head -n1)" -gt 0 ]
+check "while stopped, the scans derived their depth ($(get stale_depths "$stopped") of them)" \
+	[ "$(get stale_depths "$stopped")" -gt 0 ]
 check "... and it followed the load (mostly depth 0)" [ "$(depth0 "$stopped")" -gt 50 ]
 check "after resuming, the depth follows the load (mostly depth 0)" [ "$(depth0 "$resumed")" -gt 50 ]
 
@@ -129,18 +129,18 @@ check "the scheduler restarted and is loaded again" wait_state enabled 120
 n=0
 until $SCHED stats --json >/tmp/s.json 2>/dev/null || [ $n -gt 100 ]; do sleep 0.3; n=$((n + 1)); done
 check "it asked for the restart" grep -q "restart" /tmp/sched.log
-check "its topology lost a CPU" grep -q '"topology":"2 nodes, 2 LLCs of 3/4 CPUs' /tmp/s.json
+check "its topology lost a CPU" says "$($LAB get --file /tmp/s.json topology)" '^2 nodes, 2 LLCs of 3/4 CPUs'
 hackbench -g 4 -l 200 >/tmp/hb.log 2>&1
 check "hackbench runs on 7 CPUs" grep -q '^Time:' /tmp/hb.log
 echo 1 >/sys/devices/system/cpu/cpu3/online
 sleep 1
 check "loaded again after the CPU came back" wait_state enabled 120
 n=0
-until $SCHED stats --json >/tmp/s.json 2>/dev/null && grep -q 'x 4 CPUs' /tmp/s.json || [ $n -gt 100 ]; do
+until $SCHED stats --json >/tmp/s.json 2>/dev/null && $LAB get --file /tmp/s.json topology | grep -q 'x 4 CPUs' || [ $n -gt 100 ]; do
 	sleep 0.3
 	n=$((n + 1))
 done
-check "its topology has 2 LLCs of 4 CPUs again" grep -q '"topology":"2 nodes x 1 LLC x 4 CPUs' /tmp/s.json
+check "its topology has 2 LLCs of 4 CPUs again" says "$($LAB get --file /tmp/s.json topology)" '^2 nodes x 1 LLC x 4 CPUs'
 check "the process survived both restarts" kill -0 "$SCHED_PID"
 
 stop_sched TERM

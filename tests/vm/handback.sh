@@ -16,7 +16,7 @@ hb() {
 	hackbench -g 1 -l 400 >/tmp/hb.log 2>&1 || return 1
 	grep -q '^Time:' /tmp/hb.log || return 1
 	s=$($SCHED stats --json)
-	echo "$(json_field found_placed "$s") $(json_field found_taken "$s") $(json_field wake_scan "$s") $(json_field scan_taken "$s") $(json_field found_checked "$s")"
+	echo "$(get found_placed "$s") $(get found_taken "$s") $(get wake_scan "$s") $(get scan_taken "$s") $(get found_checked "$s")"
 }
 
 check "loads with --policy builtin" start_sched /tmp/sched.log --policy builtin

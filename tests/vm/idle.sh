@@ -36,7 +36,7 @@ n=$(busy_cpus 2)
 log "CPUs at least 60% busy with 8 spinners: $n of 8"
 check "every CPU runs a spinner" [ "$n" -eq 8 ]
 s=$($SCHED stats --json)
-pulls=$(sum $(json_field pull_llc "$s") $(json_field pull_remote "$s"))
+pulls=$(sum $(get pull_llc "$s") $(get pull_remote "$s"))
 log "pulls: $pulls"
 check "idle CPUs pulled the queued spinners" [ "$pulls" -ge 7 ]
 kill $(cat /tmp/spin.pids) $spinners 2>/dev/null
@@ -55,7 +55,7 @@ from=$(wc -l </tmp/sched2.log.out)
 # few of the pairs, and a CPU left alone keeps the 1 ms it starts from.
 $LAB wakebench --pattern light --messengers 8 --workers 1 --seconds 3 --sleep-us 100 >/dev/null 2>&1
 check "wakebench completed" [ $? -eq 0 ]
-low=$(min_field prop_avg_idle_ns /tmp/sched2.log.out "$from")
+low=$(min_field "llcs.*.prop_avg_idle_ns" /tmp/sched2.log.out "$from")
 log "lowest mean avg_idle under wakebench: $low ns (1000000 = the cap it starts at)"
 # Without learning every CPU keeps exactly the 1 ms cap; each short period
 # moves a CPU's average an eighth of the way down, so 0.8 ms takes a few

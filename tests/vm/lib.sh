@@ -82,7 +82,7 @@ switch_to() {
 		echo "# set policy $1: $_out"
 		return 1
 	}
-	says "$_out" "^policy $1," && [ "$(json_str policy "$($SCHED stats --json)")" = "$1" ]
+	says "$_out" "^policy $1," && [ "$(get policy "$($SCHED stats --json)")" = "$1" ]
 }
 
 # expect_error RC PATTERN COMMAND...: the command exits with RC and says
@@ -102,31 +102,18 @@ expect_error() {
 	fi
 }
 
-# json_field NAME JSON: the numeric values of every "NAME": in JSON.
-json_field() {
-	echo "$2" | grep -o "\"$1\":[0-9.]*" | cut -d: -f2
+# get PATH JSON: the value at PATH of the JSON document, read by the lab:
+# keys and array indexes joined by dots (scans, llcs.0.found,
+# rules.prop.judged, pairs.util/full.first_only, limit.0), `*` for every
+# member (llcs.*.width, one per line); an array of numbers comes as words.
+# A path that is not there says so on stderr and prints nothing.
+get() {
+	printf '%s\n' "$2" | $LAB get "$1"
 }
 
-# json_str NAME JSON: the string value of the first "NAME": in JSON.
-json_str() {
-	echo "$2" | grep -o "\"$1\":\"[^\"]*\"" | head -n1 | cut -d'"' -f4
-}
-
-# json_array NAME JSON: the numbers of the array "NAME":[...] in JSON.
-json_array() {
-	echo "$2" | grep -o "\"$1\":\[[0-9,]*\]" | head -n1 | tr -d '[]' | cut -d: -f2 | tr ',' ' '
-}
-
-# json_rec KEY FIELD JSON: FIELD of the record keyed KEY (a shadow rule's,
-# "prop", or a pair's, "active/prop"): records of flat fields only.
-json_rec() {
-	echo "$3" | grep -o "\"$1\":{[^}]*}" | head -n1 | grep -o "\"$2\":[0-9.]*" | cut -d: -f2
-}
-
-# json_rec_array KEY FIELD JSON: the numbers of array FIELD in that record.
-json_rec_array() {
-	echo "$3" | grep -o "\"$1\":{[^}]*}" | head -n1 | grep -o "\"$2\":\[[0-9,]*\]" |
-		tr -d '[]' | cut -d: -f2 | tr ',' ' '
+# samples FILE: every sample of an A/B results file, a JSON object a line.
+samples() {
+	$LAB get --file "$1" 'points.*.samples.*.*'
 }
 
 # hist_mean COUNTS...: the mean slot of a histogram (slot i counts value i).
@@ -165,9 +152,9 @@ json_lines() {
 	tail -n +$((${2:-0} + 1)) "$1" | grep '^{'
 }
 
-# min_field NAME FILE [FROM]: the smallest value of NAME in those lines.
+# min_field PATH FILE [FROM]: the smallest value at PATH in those lines.
 min_field() {
-	json_lines "$2" "$3" | grep -o "\"$1\":[0-9]*" | cut -d: -f2 | sort -n | head -n1
+	json_lines "$2" "$3" | $LAB get --lines "$1" | sort -n | head -n1
 }
 
 # perf_count EVENT FILE: the count `perf stat -x,` wrote to FILE for EVENT.

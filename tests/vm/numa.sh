@@ -27,7 +27,7 @@ check "loads" start_sched /tmp/sched.log --policy util
 want="$nnode nodes x $((nllc / nnode)) LLCs x $((ncpu / nllc)) CPUs, SMT off"
 check "it logs the topology sysfs describes ($want)" grep -q "topology: $want" /tmp/sched.log
 s=$($SCHED stats --json)
-check "stats name it too" [ "$(json_str topology "$s")" = "$want" ]
+check "stats name it too" [ "$(get topology "$s")" = "$want" ]
 
 # --- queued work stays in its node ------------------------------------------
 # Three spinners start on LLC 3 (node 1, CPUs 6 and 7), one of them
@@ -79,9 +79,9 @@ log "spinners' CPUs (a: started in node 0, b: in node 1):$(echo $seen | tr ' ' '
 check "in 20 samples, no spinner was in the other node ($strays of 100 were)" [ $strays -eq 0 ]
 check "in 20 samples, each spinner had a CPU of its own ($shared samples shared one)" [ $shared -eq 0 ]
 s=$($SCHED stats --json)
-log "pulls: llc $(json_field pull_llc "$s") node $(json_field pull_node "$s") package $(json_field pull_package "$s") remote $(json_field pull_remote "$s") (running $(json_field pull_running "$s"))"
-check "node 1's waiting spinner was pulled within its node" [ "$(json_field pull_node "$s")" -ge 1 ]
-check "no pull crossed a node" [ "$(json_field pull_remote "$s")" -eq 0 ]
+log "pulls: llc $(get pull_llc "$s") node $(get pull_node "$s") package $(get pull_package "$s") remote $(get pull_remote "$s") (running $(get pull_running "$s"))"
+check "node 1's waiting spinner was pulled within its node" [ "$(get pull_node "$s")" -ge 1 ]
+check "no pull crossed a node" [ "$(get pull_remote "$s")" -eq 0 ]
 kill $A $B
 wait $A $B 2>/dev/null
 taskset -p ff $$ >/dev/null
@@ -124,12 +124,12 @@ $SCHED reset-stats >/dev/null
 spinners 3
 counts=$(in_node1)
 s=$($SCHED stats --json)
-log "three spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s") (remote pulls $(json_field pull_remote "$s"))"
+log "three spinners: in node 1 at each sample: $counts; running tasks moved: $(get pull_running "$s") (remote pulls $(get pull_remote "$s"))"
 check "three spinners started in node 0: one moves to node 1, and stays" \
 	[ "$(echo $counts | tr ' ' '\n' | grep -c '^1$')" -ge 8 ]
-r=$(json_field pull_running "$s")
+r=$(get pull_running "$s")
 check "the move was counted (1 to 3 running tasks), as a remote pull too" \
-	[ "$r" -ge 1 -a "$r" -le 3 -a "$(json_field pull_remote "$s")" -ge "$r" ]
+	[ "$r" -ge 1 -a "$r" -le 3 -a "$(get pull_remote "$s")" -ge "$r" ]
 check "the text report shows them" says "$($SCHED stats)" 'remote [0-9]+ \(running [1-9][0-9]*\)'
 kill $S
 wait $S 2>/dev/null
@@ -138,7 +138,7 @@ $SCHED reset-stats >/dev/null
 spinners 2
 counts=$(in_node1)
 s=$($SCHED stats --json)
-log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(json_field pull_running "$s") (remote pulls $(json_field pull_remote "$s"), node pulls $(json_field pull_node "$s"))"
+log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(get pull_running "$s") (remote pulls $(get pull_remote "$s"), node pulls $(get pull_node "$s"))"
 # The rule's decision is that no running task moves: a balancer without
 # the allowance would move one (2 idle CPUs against 4 is an imbalance of
 # 1 task), as it moved one of three above. Where the spinners then sit is
@@ -151,7 +151,7 @@ log "two spinners: in node 1 at each sample: $counts; running tasks moved: $(jso
 # both spinners still together in node 0 was such a task, not a spinner
 # (a moved spinner, never sleeping, would stay in node 1).
 together=$(echo $counts | tr ' ' '\n' | grep -c '^0$')
-moved=$(json_field pull_running "$s")
+moved=$(get pull_running "$s")
 check "two spinners started in node 0: no spinner moved between nodes (the imbalance the kernel allows; $moved move(s), together $together of 10)" \
 	sh -c "[ '$moved' -eq 0 ] || [ '$moved' -eq 1 -a $together -ge 9 ]"
 [ "$together" -ge 9 ] || log "note: one spinner sat in node 1 in $((10 - together)) of 10 samples, moved by no count above"
@@ -195,7 +195,7 @@ pair 0 2
 n=$(together 2)
 log "split across the LLCs of node 0: the pair shared an LLC in $n of 40 samples"
 s=$($SCHED stats --json)
-log "wakeups $(json_field wakeups "$s"), queued $(json_field queued_wakeups "$s"), affine $(json_field wake_affine "$s"), moved llc $(json_field wake_moved_llc "$s"), pulls $(json_field pull_llc "$s")/$(json_field pull_node "$s")/$(json_field pull_remote "$s")"
+log "wakeups $(get wakeups "$s"), queued $(get queued_wakeups "$s"), affine $(get wake_affine "$s"), moved llc $(get wake_moved_llc "$s"), pulls $(get pull_llc "$s")/$(get pull_node "$s")/$(get pull_remote "$s")"
 check "within a node the waker draws its wakee into its LLC" [ "$n" -ge 20 ]
 unpair
 
@@ -205,9 +205,9 @@ n=$(together 4)
 log "split across the nodes: the pair shared a node in $n of 40 samples"
 check "across the far socket each wakee stays by prev" [ "$n" -le 4 ]
 s=$($SCHED stats --json)
-w=$(json_field wakeups "$s")
-mn=$(json_field wake_moved_node "$s")
-log "$mn of $w wakeups changed node; queued $(json_field queued_wakeups "$s"), affine $(json_field wake_affine "$s"), pulls $(json_field pull_llc "$s")/$(json_field pull_node "$s")/$(json_field pull_remote "$s")"
+w=$(get wakeups "$s")
+mn=$(get wake_moved_node "$s")
+log "$mn of $w wakeups changed node; queued $(get queued_wakeups "$s"), affine $(get wake_affine "$s"), pulls $(get pull_llc "$s")/$(get pull_node "$s")/$(get pull_remote "$s")"
 check "hardly a wakeup changed node (under 5%)" [ $((mn * 20)) -lt "$w" ]
 unpair
 
@@ -216,9 +216,9 @@ $SCHED reset-stats >/dev/null
 hackbench -g 4 -l 300 >/tmp/hb.log 2>&1
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 s=$($SCHED stats --json)
-w=$(json_field wakeups "$s")
-ml=$(json_field wake_moved_llc "$s")
-mn=$(json_field wake_moved_node "$s")
+w=$(get wakeups "$s")
+ml=$(get wake_moved_llc "$s")
+mn=$(get wake_moved_node "$s")
 log "hackbench: $w wakeups, $ml to another LLC, $mn to another node"
 check "wakeups were counted" [ "$w" -gt 1000 ]
 # Sanity (true by how the counters are kept): a node change is an LLC
@@ -230,7 +230,7 @@ check "some wakeups changed LLC" [ "$ml" -gt 0 ]
 # inside the node. A rule that took the waker's CPU across the socket
 # would move about half of them there. 1% allows the rare fallback path.
 check "LLC changes stayed in their node ($mn of $ml crossed)" [ $((mn * 100)) -le "$ml" ]
-check "no pull was counted between nodes of one package (there is none)" [ "$(json_field pull_package "$s")" -eq 0 ]
+check "no pull was counted between nodes of one package (there is none)" [ "$(get pull_package "$s")" -eq 0 ]
 check "the text report shows pulls by distance" says "$($SCHED stats)" \
 	'pulls llc [0-9]+ node [0-9]+ package 0 remote [0-9]+'
 

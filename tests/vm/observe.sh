@@ -63,12 +63,12 @@ check "reset-stats answers as the observer" grep -q "observing the kernel" /tmp/
 taskset -c 4-7 sh -c 'i=0; while [ $i -lt 200 ]; do /bin/true; sleep 0.01; i=$((i + 1)); done'
 s=$($SCHED stats --json)
 unspin
-sum=$(json_field sum_util "$s")
-nr=$(json_field nr_idle_scan "$s")
-formula=$(json_field formula_nr_idle_scan "$s")
-log "sum_util $sum, kernel nr_idle_scan $nr, formula on that sum $formula, limits: $(json_array limit "$s")"
-check "the record names the kernel" [ "$(json_str policy "$s")" = kernel ]
-check "wakeups were placed and counted" [ "$(json_field wakeups "$s")" -gt 100 ]
+sum=$(get llcs.0.sum_util "$s")
+nr=$(get llcs.0.nr_idle_scan "$s")
+formula=$(get llcs.0.formula_nr_idle_scan "$s")
+log "sum_util $sum, kernel nr_idle_scan $nr, formula on that sum $formula, limits: $(get limit "$s")"
+check "the record names the kernel" [ "$(get policy "$s")" = kernel ]
+check "wakeups were placed and counted" [ "$(get wakeups "$s")" -gt 100 ]
 check "the LLC's sum is about 4 CPUs' worth (3600..6000)" within 3600 "$sum" 6000
 check "the kernel's nr_idle_scan is the formula's for its sum, within 1" within $((formula - 1)) "$nr" $((formula + 1))
 check "... and a middling depth (2..6 of 8)" within 2 "$nr" 6
@@ -80,35 +80,35 @@ $SCHED reset-stats >/dev/null
 hackbench -g 1 -l 50 >/tmp/hb.log 2>&1
 s=$($SCHED stats --json)
 unspin
-found=$(json_field idle_found "$s")
-missed=$(json_field idle_missed "$s")
-none=$(json_field no_idle "$s")
-set -- $(json_array limit "$s")
-log "scans $(json_field scans "$s"): found $found, missed $missed, none $none; limits: $*"
+found=$(get idle_found "$s")
+missed=$(get idle_missed "$s")
+none=$(get no_idle "$s")
+set -- $(get limit "$s")
+log "scans $(get scans "$s"): found $found, missed $missed, none $none; limits: $*"
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 check "scans had no idle CPU to find (>= 50)" [ "$none" -ge 50 ]
 check "no scan found an idle CPU" [ "$found" -eq 0 ]
 check "nor missed one" [ "$missed" -eq 0 ]
-check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(json_field scans "$s") * 9)) ]
-su=$(json_field scan_util_pct "$s")
+check "the kernel's depth was 0 at most scans" [ $(($1 * 10)) -ge $(($(get scans "$s") * 9)) ]
+su=$(get llcs.0.scan_util_pct "$s")
 log "the LLC's utilisation at those scans: $su %"
 check "the scans read a full LLC's sum (at least 90 %)" [ "${su%%.*}" -ge 90 ]
-se=$(json_field scan_est_pct "$s")
+se=$(get llcs.0.scan_est_pct "$s")
 log "... in the scheduler's estimate of the same load: $se %"
 check "... and so does the scheduler's estimate of it (at least 90 %)" [ "${se%%.*}" -ge 90 ]
-sa=$(json_field scan_util_avg_pct "$s")
+sa=$(get llcs.0.scan_util_avg_pct "$s")
 log "... from util_avg alone: $sa %"
 check "... util_avg alone no more than with util_est, and most of it" \
 	awk -v a="$sa" -v u="$su" 'BEGIN { exit !(a <= u + 0.001 && a >= u / 2) }'
-pns=$(json_rec select_task_rq_fair_exit ns_per_call "$s")
-log "the observer's probes per call: entry $(json_rec select_task_rq_fair_entry ns_per_call "$s") ns, exit $pns ns, switch $(json_rec sched_switch ns_per_call "$s") ns"
-check "with --bpf-stats the probes' calls are counted" [ "$(json_rec select_task_rq_fair_exit calls "$s")" -ge "$(json_field wakeups "$s")" ]
+pns=$(get ops.select_task_rq_fair_exit.ns_per_call "$s")
+log "the observer's probes per call: entry $(get ops.select_task_rq_fair_entry.ns_per_call "$s") ns, exit $pns ns, switch $(get ops.sched_switch.ns_per_call "$s") ns"
+check "with --bpf-stats the probes' calls are counted" [ "$(get ops.select_task_rq_fair_exit.calls "$s")" -ge "$(get wakeups "$s")" ]
 check "... and timed" [ "${pns%%.*}" -gt 0 ]
-plimit=$(json_rec prop limit_mean "$s")
-log "shadow prop: judged $(json_rec prop judged "$s"), mean limit $plimit"
+plimit=$(get rules.prop.limit_mean "$s")
+log "shadow prop: judged $(get rules.prop.judged "$s"), mean limit $plimit"
 # The two counters are read a moment apart while the spinners' CPUs still
 # wake kernel threads: near, not equal.
-check "shadow prop was judged on the scans" near "$(json_rec prop judged "$s")" "$(json_field scans "$s")"
+check "shadow prop was judged on the scans" near "$(get rules.prop.judged "$s")" "$(get scans "$s")"
 check "... never below SIS_PROP's floor of 4" [ "${plimit%%.*}" -ge 4 ]
 
 log "an idle machine: wakeups find idle CPUs, and their waits are timed"
@@ -120,10 +120,10 @@ while [ $i -lt 50 ]; do
 	i=$((i + 1))
 done
 s=$($SCHED stats --json)
-idle=$(json_rec idle count "$s")
-busy=$(json_field wake_busy "$s")
-log "wakeups $(json_field wakeups "$s"), busy $busy, idle-CPU waits ${idle:-0}"
-check "most wakeups went to an idle CPU" [ $((busy * 4)) -le "$(json_field wakeups "$s")" ]
+idle=$(get waits.idle.count "$s" 2>/dev/null)
+busy=$(get wake_busy "$s")
+log "wakeups $(get wakeups "$s"), busy $busy, idle-CPU waits ${idle:-0}"
+check "most wakeups went to an idle CPU" [ $((busy * 4)) -le "$(get wakeups "$s")" ]
 check "their waits were timed" [ "${idle:-0}" -gt 50 ]
 
 expect_error 1 "no settings to change" $SCHED set policy prop
@@ -137,8 +137,7 @@ log "the harness: eevdf runs under the observer, eevdf+bare without"
 $LAB bench --preset quick --arms eevdf,eevdf+bare --bench hackbench --groups 1 \
 	--iterations 2 --out /tmp/obsab >/tmp/obsab.out 2>/tmp/obsab.err
 check "the run completed" [ -s /tmp/obsab/results.json ]
-r=$(cat /tmp/obsab/results.json 2>/dev/null)
-kernel=$(printf '%s' "$r" | grep -o '"policy": *"kernel"' | wc -l)
+kernel=$($LAB get --file /tmp/obsab/results.json 'points.*.samples.*.*.stats.policy' | grep -c '^kernel$')
 check "each eevdf sample, and no eevdf+bare one, carries the kernel's record (2)" [ "$kernel" -eq 2 ]
 check "the report gives the kernel's scan statistics" grep -q '1-groups  *eevdf  ' /tmp/obsab/report.txt
 check "... and its review tables" grep -q 'kernel able to find CPU' /tmp/obsab/report.txt

@@ -13,8 +13,15 @@ server_up() { pidof postgres >/dev/null; }
 no_server() { ! server_up && ! ls -d /tmp/scx_sisutil-pg-* >/dev/null 2>&1; }
 gone() { ! kill -0 "$1" 2>/dev/null; }
 
-# values NAME FILE: every number of "NAME": in a pretty results file.
-values() { grep -o "\"$1\": [0-9][0-9.e+-]*" "$2" | awk '{ print $2 }'; }
+# values METRIC FILE: METRIC of every sample of a results file that has it.
+values() { $LAB get --file "$2" "points.*.samples.*.*.values.$1"; }
+# with_wall METRIC FILE: "METRIC WALL_S" of every such sample, a line each.
+with_wall() {
+	samples "$2" | while read -r _smp; do
+		_v=$(get "values.$1" "$_smp" 2>/dev/null) || continue
+		echo "$_v $(get wall_s "$_smp")"
+	done
+}
 all_positive() { [ -n "$1" ] && echo "$1" | awk '$1 <= 0 { bad = 1 } END { exit bad }'; }
 
 log "the standalone ycsb command starts, loads and stops its own server"
@@ -43,14 +50,12 @@ check "STREAM: 2 iterations x 2 arms" [ "$(echo "$copy" | wc -l)" -eq 4 ]
 check "ycsb: 2 iterations x 2 arms" [ "$(echo "$ops" | wc -l)" -eq 4 ]
 # A copy moves 2 x 8 bytes an element: its best time, from its rate, fits
 # in the run's wall time; ycsb's timed phase (2 s) does too.
+with_wall Copy $R/results.json >/tmp/copy.wall
+with_wall ops $R/results.json >/tmp/ops.wall
 check "STREAM's best copy fits in its run" awk -v n=$ELEMS '
-	/"Copy": [0-9]/ { gsub(",", ""); rate = $2 }
-	/"wall_s":/ && rate { gsub(",", ""); if (16 * n / 1e6 / rate > $2) bad = 1; rate = 0; seen++ }
-	END { exit bad || !seen }' $R/results.json
+	$1 > 0 { if (16 * n / 1e6 / $1 > $2) bad = 1; seen++ } END { exit bad || seen != 4 }' /tmp/copy.wall
 check "ycsb's timed phase fits in its run" awk '
-	/"ops": [0-9]/ { ops = 1 }
-	/"wall_s":/ && ops { gsub(",", ""); if ($2 < 2) bad = 1; ops = 0; seen++ }
-	END { exit bad || !seen }' $R/results.json
+	{ if ($2 < 2) bad = 1; seen++ } END { exit bad || seen != 4 }' /tmp/ops.wall
 check "the threads' placement is recorded" all_positive "$(values llcs_used $R/results.json)"
 check "no server left after the bench" no_server
 check "sched_ext disabled afterwards" [ "$(state)" = disabled ]
@@ -72,7 +77,8 @@ wait $BENCH
 rc=$?
 check "it exits non-zero" [ $rc -ne 0 ]
 check "one clear line says why" grep -q "sample(s) failed.*the database server exited" /tmp/kill.err
-check "the failed samples are marked in results.json" grep -q '"failed": "the database server exited' /tmp/kill/results.json
+check "the failed samples are marked in results.json" \
+	says "$($LAB get --file /tmp/kill/results.json 'points.*.samples.*.*.failed')" '^the database server exited'
 check "the samples before the kill kept their values" all_positive "$(values ops /tmp/kill/results.json)"
 check "no server left after the kill" no_server
 check "sched_ext disabled after the kill" [ "$(state)" = disabled ]

@@ -30,25 +30,25 @@ floor_share() {
 log "every rule beside util: one walk for all"
 measure /tmp/all.log --policy util --shadow all
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
-scans=$(json_field scans "$s" | head -n1)
-log "scans $scans; shadow rules: $(json_str shadow "$s")"
+scans=$(get scans "$s")
+log "scans $scans; shadow rules: $(get shadow "$s")"
 for r in util prop full none; do
-	log "  $r: judged $(json_rec $r judged "$s"), would find $(json_rec $r would_find "$s"), miss $(json_rec $r would_miss "$s"), mean limit $(json_rec $r limit_mean "$s"), limits $(json_rec_array $r limit_hist "$s")"
-	check "$r was judged on every scan" [ "$(json_rec $r judged "$s")" -eq "$scans" ]
+	log "  $r: judged $(get rules.$r.judged "$s"), would find $(get rules.$r.would_find "$s"), miss $(get rules.$r.would_miss "$s"), mean limit $(get rules.$r.limit_mean "$s"), limits $(get rules.$r.limit_hist "$s")"
+	check "$r was judged on every scan" [ "$(get rules.$r.judged "$s")" -eq "$scans" ]
 done
-check "none would never find one" [ "$(json_rec none would_find "$s")" -eq 0 ]
-check "full would have found idle CPUs" [ "$(json_rec full would_find "$s")" -gt 0 ]
+check "none would never find one" [ "$(get rules.none.would_find "$s")" -eq 0 ]
+check "full would have found idle CPUs" [ "$(get rules.full.would_find "$s")" -gt 0 ]
 # Each pair's four cells are exact: the rules' verdicts come from one walk.
 for p in util/full prop/full active/util; do
-	log "  pair $p: both $(json_rec $p both "$s"), first only $(json_rec $p first_only "$s"), second only $(json_rec $p second_only "$s"), neither $(json_rec $p neither "$s")"
+	log "  pair $p: both $(get pairs.$p.both "$s"), first only $(get pairs.$p.first_only "$s"), second only $(get pairs.$p.second_only "$s"), neither $(get pairs.$p.neither "$s")"
 done
-check "full finds whatever util's depth finds" [ "$(json_rec util/full first_only "$s")" -eq 0 ]
-check "full finds whatever prop's depth finds" [ "$(json_rec prop/full first_only "$s")" -eq 0 ]
-check "none finds nothing prop's depth misses" [ "$(json_rec prop/none second_only "$s")" -eq 0 ]
+check "full finds whatever util's depth finds" [ "$(get pairs.util/full.first_only "$s")" -eq 0 ]
+check "full finds whatever prop's depth finds" [ "$(get pairs.prop/full.first_only "$s")" -eq 0 ]
+check "none finds nothing prop's depth misses" [ "$(get pairs.prop/none.second_only "$s")" -eq 0 ]
 # The shadow util has the active util's depth on the same wakeup: only an
 # idle CPU that came or went between the look and the claim can part them.
-agree=$(($(json_rec active/util both "$s") + $(json_rec active/util neither "$s")))
-apart=$(($(json_rec active/util first_only "$s") + $(json_rec active/util second_only "$s")))
+agree=$(($(get pairs.active/util.both "$s") + $(get pairs.active/util.neither "$s")))
+apart=$(($(get pairs.active/util.first_only "$s") + $(get pairs.active/util.second_only "$s")))
 check "the shadow util agrees with the active util on >= 90% of scans" [ $((apart * 10)) -le $((agree + apart)) ]
 $SCHED stats >/tmp/all.txt
 check "the text report has a row per rule" [ "$(grep -cE '^\| +(util|prop|full|none) +\| +[0-9]' /tmp/all.txt)" -eq 4 ]
@@ -77,16 +77,16 @@ log "SIS_PROP beside itself, with books of its own"
 # derives, as a sanity check (at the floor both means are 4). The build
 # without per-rule books refuses this pairing.
 measure /tmp/self.log --policy prop --shadow prop
-active=$(json_array limit "$s")
-shadow=$(json_rec_array prop limit_hist "$s")
-ca=$(json_field scan_ns_per_cpu "$s" | head -n1)
-cs=$(json_field shadow_scan_ns_per_cpu "$s" | head -n1)
+active=$(get limit "$s")
+shadow=$(get rules.prop.limit_hist "$s")
+ca=$(get scan_ns_per_cpu "$s")
+cs=$(get shadow_scan_ns_per_cpu "$s")
 ma=$(hist_mean $active)
 ms=$(hist_mean $shadow)
-ba=$(json_field prop_avg_scan_cost_ns "$s" | head -n1)
-bs=$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)
+ba=$(get llcs.0.prop_avg_scan_cost_ns "$s")
+bs=$(get llcs.0.shadow_prop_avg_scan_cost_ns "$s")
 log "active limits $active (mean $ma, $ca ns per CPU); shadow's $shadow (mean $ms, $cs ns per CPU)"
-log "books: active avg_scan_cost $ba ns, shadow's $bs ns; mean charge per scan: active $(json_field scan_ns_mean "$s" | head -n1) ns, shadow $(awk "BEGIN { printf \"%.0f\", $(json_rec prop walk_ns "$s") / $(json_rec prop judged "$s") }") ns"
+log "books: active avg_scan_cost $ba ns, shadow's $bs ns; mean charge per scan: active $(get scan_ns_mean "$s") ns, shadow $(awk "BEGIN { printf \"%.0f\", $(get rules.prop.walk_ns "$s") / $(get rules.prop.judged "$s") }") ns"
 check "both kinds of scan took time" awk "BEGIN { exit !($ca > 0 && $cs > 0) }"
 check "each book learnt a scan cost" [ "${bs:-0}" -gt 0 -a "${ba:-0}" -gt 0 ]
 log "the depth histograms $([ "$active" = "$shadow" ] && echo are the same || echo differ)"
@@ -105,13 +105,13 @@ log "a shadow SIS_PROP beside none keeps its own books"
 # did not show it on this load: a busy CPU's budget ages to nothing within
 # a few jiffies, and with no budget the depth is the floor either way.)
 measure /tmp/none.log --policy none --shadow prop
-cost=$(json_field shadow_prop_avg_scan_cost_ns "$s" | head -n1)
-shadow=$(json_rec_array prop limit_hist "$s")
+cost=$(get llcs.0.shadow_prop_avg_scan_cost_ns "$s")
+shadow=$(get rules.prop.limit_hist "$s")
 floor_s=$(floor_share $shadow)
-log "scans $(json_field scans "$s" | head -n1): active scan time $(json_field scan_ns "$s" | head -n1) ns, the walks' $(json_field shadow_scan_ns "$s") ns ($(json_field shadow_scan_ns_per_cpu "$s" | cut -d. -f1) ns per CPU); SIS_PROP's average scan cost $cost ns; shadow limits $shadow"
+log "scans $(get scans "$s"): active scan time $(get scan_ns "$s") ns, the walks' $(get shadow_scan_ns "$s") ns ($(get shadow_scan_ns_per_cpu "$s" | cut -d. -f1) ns per CPU); SIS_PROP's average scan cost $cost ns; shadow limits $shadow"
 log "scans at SIS_PROP's floor: ${floor_s}% here, ${floor_a}% with SIS_PROP active"
-check "none scanned nothing" [ "$(json_field scan_ns "$s" | head -n1)" -eq 0 ]
-check "the shadow's walks took time" [ "$(json_field shadow_scan_ns "$s")" -gt 0 ]
+check "none scanned nothing" [ "$(get scan_ns "$s")" -eq 0 ]
+check "the shadow's walks took time" [ "$(get shadow_scan_ns "$s")" -gt 0 ]
 check "SIS_PROP's average scan cost learnt from them" [ "${cost:-0}" -gt 0 ]
 check "its depths sit at the floor about as often as an active SIS_PROP's (within 20 points)" \
 	[ $((floor_s - floor_a)) -le 20 -a $((floor_a - floor_s)) -le 20 ]

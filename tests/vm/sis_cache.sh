@@ -14,7 +14,7 @@ hb() {
 	hackbench -g 1 -l 400 >/tmp/hb.log 2>&1 || return 1
 	grep -q '^Time:' /tmp/hb.log || return 1
 	s=$($SCHED stats --json)
-	echo "$(json_field cache_kept "$s") $(json_field cache_skipped "$s") $(json_field cache_fallback "$s") $(json_field cache_reclaimed "$s") $(json_field scans "$s") $(json_field sis_cache "$s")"
+	echo "$(get cache_kept "$s") $(get cache_skipped "$s") $(get cache_fallback "$s") $(get cache_reclaimed "$s") $(get scans "$s") $(get sis_cache "$s")"
 }
 
 check "loads with --policy util --sis-cache" start_sched /tmp/sched.log --policy util --sis-cache

@@ -66,7 +66,7 @@ while [ $n -lt 6 ]; do
 	rc=$?
 	t2=$(now_cs)
 	[ $((t2 - t1)) -gt $worst_set ] && worst_set=$((t2 - t1))
-	if [ $rc -ne 0 ] || [ "$(json_str policy "$($SCHED stats --json)")" != $want ]; then
+	if [ $rc -ne 0 ] || [ "$(get policy "$($SCHED stats --json)")" != $want ]; then
 		log "set policy $want did not take: $(cat /tmp/set.out)"
 		worst_set=9999
 	fi
@@ -95,7 +95,7 @@ refused() {
 	total=$((total + 1))
 	_out=$(send "$1")
 	_lines=$(echo "$_out" | grep -c .)
-	_errno=$(json_field errno "$_out")
+	_errno=$(get errno "$_out" 2>/dev/null)
 	if [ "$_lines" -ne 1 ] || [ "${_errno:-0}" -eq 0 ]; then
 		bad=$((bad + 1))
 		log "not refused in one line: $1 -> $_out"

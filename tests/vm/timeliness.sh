@@ -21,8 +21,13 @@ NCPU=$(nproc)
 INTERVAL_US=16000
 export SCX_TIMEOUT_MS=10000
 
-# field NAME JSON: the first numeric "NAME": in JSON.
-field() { json_field "$1" "$2" | head -n1; }
+# show JSON NAME...: "NAME=VALUE" of each, on one line.
+show() {
+	_j=$1
+	shift
+	for _n in "$@"; do printf '%s=%s ' "$_n" "$(get "$_n" "$_j" 2>/dev/null)"; done
+}
+LOOP="loop_interval_ms loop_intervals loop_late_p50_us loop_late_p99_us loop_late_max_us loop_skipped"
 
 # under_load WHAT: SECS seconds of the load running in the background,
 # statistics restarted when it is under way, a client asking every 2 s;
@@ -37,24 +42,24 @@ under_load() {
 		_i=$((_i + 2))
 	done
 	STATS=$($SCHED stats --json)
-	log "$1: $(echo "$STATS" | grep -o '"loop_[a-z0-9_]*":[0-9]*\|"request[a-z0-9_]*":[0-9]*\|"stale_depths":[0-9]*\|"own_first":[0-9]*' | tr '\n' ' ')"
+	log "$1: $(show "$STATS" $LOOP requests request_p50_us request_p99_us request_max_us stale_depths own_first)"
 }
 
 # on_time WHAT: the checks on STATS after a load.
 on_time() {
-	_n=$(field loop_intervals "$STATS")
-	_skipped=$(field loop_skipped "$STATS")
-	_p99=$(field loop_late_p99_us "$STATS")
-	_req=$(field requests "$STATS")
-	_rp50=$(field request_p50_us "$STATS")
-	_rp99=$(field request_p99_us "$STATS")
+	_n=$(get loop_intervals "$STATS")
+	_skipped=$(get loop_skipped "$STATS")
+	_p99=$(get loop_late_p99_us "$STATS")
+	_req=$(get requests "$STATS")
+	_rp50=$(get request_p50_us "$STATS")
+	_rp99=$(get request_p99_us "$STATS")
 	# SECS of 16 ms intervals, less what the last request's own wait took.
 	check "$1: the loop ran its intervals ($_n, $_skipped skipped)" [ "$_n" -ge $((SECS * 1000000 / INTERVAL_US * 3 / 4)) ]
-	check "$1: the scheduler's own threads were queued first" [ "$(field own_first "$STATS")" -gt 0 ]
+	check "$1: the scheduler's own threads were queued first" [ "$(get own_first "$STATS")" -gt 0 ]
 	check "$1: interval lateness p99 within the depth's bound, 4 intervals ($_p99 us)" [ "$_p99" -le $((4 * INTERVAL_US)) ]
 	check "$1: the clients' requests were counted ($_req)" [ "$_req" -ge $((SECS / 2 - 2)) ]
 	check "$1: the median request answered within 100 ms of arrival ($_rp50 us)" [ "$_rp50" -le 100000 ]
-	log "$1, the issue's targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; request p99 $_rp99 us against 100000 us; $(field stale_depths "$STATS") scans found their depth older than the bound"
+	log "$1, the issue's targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; request p99 $_rp99 us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
 }
 
 # The kernel's own loop at the same load, for the floor the VM sets: the
@@ -73,10 +78,10 @@ kill $hb 2>/dev/null
 wait $hb 2>/dev/null
 kill -INT $OBS
 wait $OBS
-log "the observer's loop under EEVDF at hackbench 16 groups: $(echo "$OBSTATS" | grep -o '"loop_[a-z0-9_]*":[0-9]*' | tr '\n' ' ')"
+log "the observer's loop under EEVDF at hackbench 16 groups: $(show "$OBSTATS" $LOOP)"
 
 check "loads" start_sched /tmp/sched.log --policy util
-_ttl=$(field depth_ttl_ms "$($SCHED stats --json)")
+_ttl=$(get depth_ttl_ms "$($SCHED stats --json)")
 check "the bound is 4 intervals ($_ttl ms)" [ "$_ttl" -eq 64 ]
 
 log "hackbench 16 groups for ${SECS}s"
@@ -107,9 +112,9 @@ sleep 2
 kill -CONT "$SCHED_PID"
 sleep 1
 STATS=$($SCHED stats --json)
-stale=$(field stale_depths "$STATS")
-late=$(field loop_late_max_us "$STATS")
-skipped=$(field loop_skipped "$STATS")
+stale=$(get stale_depths "$STATS")
+late=$(get loop_late_max_us "$STATS")
+skipped=$(get loop_skipped "$STATS")
 log "stopped: stale_depths $stale, loop_late_max_us $late, loop_skipped $skipped"
 check "scans derived their depth while the loop was stopped ($stale)" [ "$stale" -gt 0 ]
 check "the lateness shows the stop (max $late us)" [ "$late" -ge 1500000 ]
@@ -117,8 +122,8 @@ check "... and the intervals it skipped ($skipped)" [ "$skipped" -ge 90 ]
 $SCHED reset-stats >/dev/null
 sleep 3
 STATS=$($SCHED stats --json)
-check "running again, the published depths are used ($(field stale_depths "$STATS") stale)" [ "$(field stale_depths "$STATS")" -eq 0 ]
-check "and scans happened meanwhile" [ "$(field scans "$STATS")" -gt 0 ]
+check "running again, the published depths are used ($(get stale_depths "$STATS") stale)" [ "$(get stale_depths "$STATS")" -eq 0 ]
+check "and scans happened meanwhile" [ "$(get scans "$STATS")" -gt 0 ]
 kill $hb 2>/dev/null
 wait $hb 2>/dev/null
 

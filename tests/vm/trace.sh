@@ -59,14 +59,13 @@ whole_csv() {
 # trace, the scheduler's counts over the run (wakeups, queued wakeups),
 # the trace's one-in-N and what it put on record (rows, dropped, unread).
 traced_samples() {
-	awk '/"stats": \{/ { st = 1 }
-		st && /"wakeups":/ { w = $2 + 0 }
-		st && /"queued_wakeups":/ { q = $2 + 0; st = 0 }
-		/"trace": \{/ { tr = 1 }
-		tr && /"every":/ { e = $2 + 0 }
-		tr && /"records":/ { r = $2 + 0 }
-		tr && /"dropped":/ { d = $2 + 0 }
-		tr && /"unread":/ { print w, q, e, r, d, $2 + 0; tr = 0 }' "$1"
+	samples "$1" | while read -r _smp; do
+		get trace "$_smp" >/dev/null 2>&1 || continue
+		for _p in stats.wakeups stats.queued_wakeups trace.every trace.records trace.dropped trace.unread; do
+			printf '%s ' "$(get $_p "$_smp")"
+		done
+		echo
+	done
 }
 
 check "loads with --policy util --shadow prop" start_sched /tmp/sched.log --policy util --shadow prop
@@ -85,7 +84,7 @@ T=/tmp/trace/wakeups.csv
 n=$(rows $T)
 timed=0
 for k in idle found missed none; do
-	w=$(echo "$s" | grep -o '"waits":{.*' | grep -o "\"$k\":{[^}]*}" | head -n1 | grep -o '"count":[0-9]*' | cut -d: -f2)
+	w=$(get "waits.$k.count" "$s" 2>/dev/null)
 	r=$(rows $T $k)
 	log "  $k: $r rows, ${w:-0} waits counted"
 	timed=$((timed + ${w:-0}))
@@ -143,7 +142,7 @@ check "trace --every 1 under saturation runs and reports" sh -c "$SCHED trace --
 took=$(($(date +%s) - t0))
 s=$($SCHED stats --json)
 sed 's/^/# /' /tmp/sat.out
-w=$(json_field wakeups "$s" | head -n1)
+w=$(get wakeups "$s")
 n=$(rows /tmp/sat/wakeups.csv)
 lost=$(($(sed -n 's/.*, \([0-9]*\) dropped.*/\1/p' /tmp/sat.out) + $(sed -n 's/.*, \([0-9]*\) unread.*/\1/p' /tmp/sat.out)))
 check "it ended in time (${took} s for a 3 s trace, 5 s to read the rest)" [ "$took" -le 15 ]
@@ -151,7 +150,7 @@ check "rows and records lost at most the wakeups ($n + $lost of $w)" [ $((n + lo
 # Writing every row under saturation spends the loop's share of the CPUs:
 # how late it was, and how many scans derived their depth for want of a
 # fresh one, are on record.
-log "the loop over the saturated trace: late p99 $(json_field loop_late_p99_us "$s" | head -n1) us, max $(json_field loop_late_max_us "$s" | head -n1) us; $(json_field stale_depths "$s" | head -n1) scans derived their depth"
+log "the loop over the saturated trace: late p99 $(get loop_late_p99_us "$s") us, max $(get loop_late_max_us "$s") us; $(get stale_depths "$s") scans derived their depth"
 
 kill $HB
 wait $HB 2>/dev/null
@@ -175,7 +174,7 @@ sleep 1
 # W_out + 8 * 63. One in 32 (or 128) would put twice (half) as many on
 # record.
 log "one in 64, a light hackbench of fixed length inside the trace"
-counts() { _s=$($SCHED stats --json); echo "$(json_field wakeups "$_s" | head -n1) $(json_field queued_wakeups "$_s" | head -n1)"; }
+counts() { _s=$($SCHED stats --json); echo "$(get wakeups "$_s") $(get queued_wakeups "$_s")"; }
 c0=$(counts)
 $SCHED trace --out /results/trace --replace --every 64 --seconds 20 >/tmp/t64.out 2>&1 &
 TR=$!

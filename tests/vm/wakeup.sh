@@ -24,8 +24,8 @@ SECS=4
 # bench ARM: one wakebench run; appends its p90 to /tmp/p90.ARM.
 bench() {
 	_out=$($LAB wakebench --messengers 2 --workers 1 --seconds $SECS --json 2>/dev/null | grep '^{')
-	_p90=$(json_field p90_us "$_out" | head -n1)
-	log "$1: p90 ${_p90:-?} us, p99 $(json_field p99_us "$_out" | head -n1) us, $(json_field rps "$_out" | head -n1) requests/s"
+	_p90=$(get p90_us "$_out" 2>/dev/null)
+	log "$1: p90 ${_p90:-?} us, p99 $(get p99_us "$_out" 2>/dev/null) us, $(get rps "$_out" 2>/dev/null) requests/s"
 	[ -n "$_p90" ] && echo "$_p90" >>/tmp/p90.$1
 }
 
@@ -43,7 +43,7 @@ while [ $i -lt $ROUNDS ]; do
 	check "round $i: switched to prop" switch_to prop
 	bench prop
 	s=$($SCHED stats --json)
-	log "round $i (prop): $(json_field wakeups "$s") wakeups, $(json_field queued_wakeups "$s") placed in enqueue"
+	log "round $i (prop): $(get wakeups "$s") wakeups, $(get queued_wakeups "$s") placed in enqueue"
 	stop_sched INT
 	check "round $i: exit code 0" [ "$SCHED_RC" -eq 0 ]
 done

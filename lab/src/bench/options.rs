@@ -33,7 +33,8 @@ pub struct BenchOpts {
     /// SIS_CURRENT, with +traceN with one wakeup in N on record during
     /// every measured run (the last iteration's trace of each point is kept
     /// in OUT/traces/, with its trace-report); any of them with #TAG
-    /// (util#2) is the same arm again under another name, a control
+    /// (util#2) is the same arm again under another name, a control;
+    /// `--arms ''` runs the --arm ones alone
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
     /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)
@@ -174,9 +175,11 @@ fn all_workloads() -> Vec<Workload> {
 
 impl BenchOpts {
     pub fn arms(&self) -> Result<Vec<Arm>> {
+        // `--arms ''` leaves only the --arm ones.
         let mut arms: Vec<Arm> = self
             .arms
             .iter()
+            .filter(|a| !a.is_empty())
             .map(|a| Arm::parse(a))
             .collect::<Result<_>>()?;
         for e in &self.external {
@@ -386,6 +389,12 @@ mod tests {
             arms.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
             ["eevdf", "util", "bpfland"]
         );
+        let only = parse(&["--arms", "", "--arm", "a=scx_a", "--arm", "b=scx_b"]).unwrap();
+        assert_eq!(
+            only.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert!(parse(&["--arms", ""]).is_err());
         assert!(parse(&["--arms", "util,util"]).is_err());
         assert!(parse(&["--arms", "eevdf,turbo"]).is_err());
     }
