@@ -5,7 +5,10 @@
  * select_idle_sibling() tries target, prev, the task's recent CPU and an
  * idle SMT sibling before select_idle_cpu() scans the target's LLC, as
  * deep as the active policy allows (SIS_UTIL, SIS_PROP, none, or the
- * whole LLC), while the shadow rules are judged on the same idle state. A
+ * whole LLC). The measuring watches the scan from three hooks beside it
+ * (shadows_for(), shadows_look(), scan_seen(): the shadow rules judged on
+ * the same idle state, auto's sample, the counters), and the wakeup as a
+ * whole from count_wakeup() and note_wake() in select_cpu. A
  * new task goes to the idlest LLC near its parent (find_idlest_cpu()), and
  * a queued wakeup, which bypasses select_cpu, is placed from enqueue. The
  * idle periods that SIS_PROP averages end here too.
@@ -634,45 +637,159 @@ __noinline void count_candidates(struct sisu_llc_scans *ls, const struct verdict
  * idle state, and count what happened. @pk->wait says what the wakee's
  * wait will be counted as.
  */
+/*
+ * The measuring around a scan, in three hooks that select_idle_cpu()
+ * calls: shadows_for() before it (which rules look at this wakeup too),
+ * shadows_look() once SIS_UTIL's depth is known (they look before the
+ * scan claims a CPU), and scan_seen() after it (the counters). With the
+ * statistics off and a fixed rule they do nothing but hand back.
+ */
+
+/* The verdicts record of a scan from @target, with the rules it judges. */
+static __always_inline struct verdicts *shadows_for(s32 target, bool idle_core, u32 pol, u32 llc,
+						     struct pick *pk)
+{
+	struct verdicts *v;
+	u32 shift = 0;
+
+	pk->judged = false;
+	/* Only the statistics and the adaptive rule read verdicts. */
+	if (!stats_on && pol != SISU_POL_AUTO)
+		return NULL;
+	v = fresh_verdicts(target, idle_core);
+	if (!v)
+		return NULL;
+	/* Shadows are judged only where the statistics count them. */
+	v->counted = stats_on ? cfg.shadows & SHADOW_RULES : 0;
+	v->rules = v->counted;
+	if (pol == SISU_POL_AUTO && auto_judges(llc, &shift)) {
+		pk->judged = true;
+		v->rules |= AUTO_CANDIDATES;
+		if (!(v->counted & (1U << SISU_POL_PROP)))
+			v->prop_shift = shift;
+	}
+	return v;
+}
+
+static __always_inline void shadows_look(struct task_struct *p, struct verdicts *v, u32 util_nr)
+{
+	if (!v)
+		return;
+	v->util_nr = util_nr;
+	if (v->rules)
+		judge_shadows(p, v);
+}
+
+/*
+ * What the scan of @llc did, counted: per policy, per LLC, the shadows
+ * against it, and for the adaptive rule its candidates' verdicts.
+ */
+static __always_inline void scan_seen(struct task_struct *p, u32 pol, u32 rule, u32 llc,
+				      const struct scan *sc, const struct depth *d,
+				      struct verdicts *v, u64 ns, bool timed, struct pick *pk)
+{
+	struct sisu_stats *st = stats_of(pol);
+	bool adaptive = pol == SISU_POL_AUTO, found = sc->found >= 0, existed;
+	struct sisu_llc_scans *ls;
+	const struct cpumask *idle;
+
+	if (v) {
+		v->scan_rule = rule;
+		v->scan_limit = d->limit < SCAN_ALL ? d->limit : SCAN_ALL;
+		v->scan_examined = sc->examined;
+	}
+	if (!st && !adaptive)
+		return;
+	/*
+	 * Without statistics the adaptive rule weighs its judged scans alone
+	 * (all of them while a trace times every wait: their kinds go into
+	 * its sums); of the others it counts only how many there were, which
+	 * sets its sample.
+	 */
+	if (!st && !pk->judged && !cfg.trace_every) {
+		ls = bpf_map_lookup_elem(&llc_scans, &llc);
+		if (ls)
+			ls->scans++;
+		return;
+	}
+
+	/*
+	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
+	 * the idle mask still says whether an idle CPU was there to find.
+	 */
+	if (!found && !(v && v->any)) {
+		idle = scx_bpf_get_idle_cpumask();
+		existed = llc_has_idle(p, llc, idle);
+		scx_bpf_put_idle_cpumask(idle);
+	} else {
+		existed = true;
+	}
+	if (!found && existed)
+		pk->wait = SISU_WAIT_MISSED;
+
+	/* The same outcome, counted against the LLC that was scanned. */
+	ls = bpf_map_lookup_elem(&llc_scans, &llc);
+	if (ls) {
+		ls->scans++;
+		/* Only timed scans say what examining a CPU costs. */
+		if (timed) {
+			ls->scan_ns += ns;
+			ls->scan_examined += sc->examined;
+		}
+		if (st) {
+			struct sisu_llc_ctx *lc = llc_ctx(llc);
+
+			matrix_add(ls->found, existed, found);
+			/* The sum the depth came from, for comparing inputs. */
+			if (lc)
+				ls->util_at_scans += lc->sum_util;
+		}
+		if (v && adaptive && (v->rules & AUTO_CANDIDATES) == AUTO_CANDIDATES)
+			count_candidates(ls, v);
+	}
+	if (!st)
+		return;
+	if (adaptive) {
+		u64 *n = MEMBER_VPTR(st->auto_scans, [rule]);
+
+		if (n)
+			(*n)++;
+	}
+	st->scans++;
+	st->scan_ns += ns;
+	st->scan_examined += sc->examined;
+	if (sc->idle_core)
+		st->core_scans++;
+	hist_add(st->examined, sc->examined);
+	hist_add(st->limit, d->limit);
+	st->cache_skipped += sc->skipped;
+	if (sc->fell_back)
+		st->cache_fallback++;
+	matrix_add(st->found, existed, found);
+	if (v && v->counted)
+		count_shadows(st, v, existed, found);
+}
+
+/*
+ * select_idle_cpu(): the scan of @target's LLC, as deep as the rule that
+ * limits it there allows (rule_of(), policy_depth()); an idle CPU, or -1.
+ */
 static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u32 pol,
 			   struct pick *pk)
 {
-	u32 llc = llc_of(target), rule = rule_of(pol, llc);
-	struct sisu_cpu_ctx *c = cpu_ctx(bpf_get_smp_processor_id());
-	struct sisu_stats *st = stats_of(pol);
-	struct sisu_prop_books *ab = NULL;
-	struct verdicts *v = fresh_verdicts(target, idle_core);
+	u32 llc = llc_of(target), rule = rule_of(pol, llc), util_nr = 0;
 	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
-	bool existed, prop, timed, judged = false, adaptive = pol == SISU_POL_AUTO;
-	struct sisu_llc_scans *ls = NULL;
-	const struct cpumask *idle;
+	struct sisu_prop_books *books = NULL;
+	struct verdicts *v;
+	bool prop, timed;
 	struct depth d;
-	u64 t0 = 0, t = 0;
-	u32 shift = 0, util_nr = 0;
+	u64 t0 = 0, ns = 0;
 
-	/*
-	 * The shadows look before the active scan claims anything. They are
-	 * judged only where the statistics count them.
-	 */
-	if (v) {
-		v->counted = st ? cfg.shadows & SHADOW_RULES : 0;
-		v->rules = v->counted;
-		if (adaptive && auto_judges(llc, &shift)) {
-			judged = true;
-			v->rules |= AUTO_CANDIDATES;
-			if (!(v->counted & (1U << SISU_POL_PROP)))
-				v->prop_shift = shift;
-		}
-	}
+	v = shadows_for(target, idle_core, pol, llc, pk);
 	/* SIS_UTIL's depth, read once for the active scan and the shadows alike. */
 	if (rule == SISU_POL_UTIL || (v && (v->rules & (1U << SISU_POL_UTIL))))
 		util_nr = util_depth(llc);
-	if (v) {
-		v->util_nr = util_nr;
-		if (v->rules)
-			judge_shadows(p, v);
-	}
-	pk->judged = judged;
+	shadows_look(p, v, util_nr);
 
 	/*
 	 * An active SIS_PROP spends its own books, charged with its scan's
@@ -682,95 +799,21 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	 */
 	prop = rule == SISU_POL_PROP && !idle_core;
 	if (prop)
-		ab = aged_books(c, SISU_BOOK_ACTIVE);
-	policy_depth(rule, llc, idle_core, ab, util_nr, &d);
-	timed = stats_on || prop || judged;
+		books = aged_books(cpu_ctx(bpf_get_smp_processor_id()), SISU_BOOK_ACTIVE);
+	policy_depth(rule, llc, idle_core, books, util_nr, &d);
+	timed = stats_on || prop || pk->judged;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
 		sc.budget = d.budget;
 		scan_llc(p, &sc);
 		if (timed)
-			t = bpf_ktime_get_ns() - t0;
-		if (ab)
-			sis_prop_charge(ab, t);
+			ns = bpf_ktime_get_ns() - t0;
+		if (books)
+			sis_prop_charge(books, ns);
 	}
 	pk->wait = sc.found >= 0 ? SISU_WAIT_FOUND : SISU_WAIT_NONE;
-	if (v) {
-		v->scan_rule = rule;
-		v->scan_limit = d.limit < SCAN_ALL ? d.limit : SCAN_ALL;
-		v->scan_examined = sc.examined;
-	}
-	if (!st && !adaptive)
-		return sc.found;
-	/*
-	 * Without statistics the adaptive rule weighs its judged scans alone
-	 * (all of them while a trace times every wait: their kinds go into
-	 * its sums); of the others it counts only how many there were, which
-	 * sets its sample.
-	 */
-	if (!st && !judged && !cfg.trace_every) {
-		ls = bpf_map_lookup_elem(&llc_scans, &llc);
-		if (ls)
-			ls->scans++;
-		return sc.found;
-	}
-
-	/*
-	 * Whatever a scan found was idle. Otherwise nothing was claimed, and
-	 * the idle mask still says whether an idle CPU was there to find.
-	 */
-	if (sc.found < 0 && !(v && v->any)) {
-		idle = scx_bpf_get_idle_cpumask();
-		existed = llc_has_idle(p, llc, idle);
-		scx_bpf_put_idle_cpumask(idle);
-	} else {
-		existed = true;
-	}
-	if (sc.found < 0 && existed)
-		pk->wait = SISU_WAIT_MISSED;
-
-	/* The same outcome, counted against the LLC that was scanned. */
-	ls = bpf_map_lookup_elem(&llc_scans, &llc);
-	if (ls) {
-		ls->scans++;
-		/* Only timed scans say what examining a CPU costs. */
-		if (timed) {
-			ls->scan_ns += t;
-			ls->scan_examined += sc.examined;
-		}
-		if (st) {
-			struct sisu_llc_ctx *lc = llc_ctx(llc);
-
-			matrix_add(ls->found, existed, sc.found >= 0);
-			/* The sum the depth came from, for comparing inputs. */
-			if (lc)
-				ls->util_at_scans += lc->sum_util;
-		}
-		if (v && adaptive && (v->rules & AUTO_CANDIDATES) == AUTO_CANDIDATES)
-			count_candidates(ls, v);
-	}
-	if (!st)
-		return sc.found;
-	if (adaptive) {
-		u64 *n = MEMBER_VPTR(st->auto_scans, [rule]);
-
-		if (n)
-			(*n)++;
-	}
-	st->scans++;
-	st->scan_ns += t;
-	st->scan_examined += sc.examined;
-	if (idle_core)
-		st->core_scans++;
-	hist_add(st->examined, sc.examined);
-	hist_add(st->limit, d.limit);
-	st->cache_skipped += sc.skipped;
-	if (sc.fell_back)
-		st->cache_fallback++;
-	matrix_add(st->found, existed, sc.found >= 0);
-	if (v && v->counted)
-		count_shadows(st, v, existed, sc.found >= 0);
+	scan_seen(p, pol, rule, llc, &sc, &d, v, ns, timed, pk);
 	return sc.found;
 }
 

@@ -61,6 +61,14 @@ start_sched() {
 	$SCHED --exit-dump-len 262144 "$@" >"$_log.out" 2>"$_log" &
 	SCHED_PID=$!
 	if wait_state enabled 120; then
+		# sched_ext reports the scheduler enabled a moment before its
+		# statistics socket answers: a check that asks at once would
+		# find no instance.
+		_n=0
+		until $SCHED status >/dev/null 2>&1 || [ $_n -ge 100 ]; do
+			sleep 0.2
+			_n=$((_n + 1))
+		done
 		return 0
 	fi
 	echo "# scheduler did not load; its output:"
