@@ -337,13 +337,14 @@ struct depth {
 };
 
 /*
- * SIS_UTIL's depth for @llc (util_depth() in sisutil.bpf.h): the one
- * userspace published, while it is at most depth_ttl_ns old. Userspace folds the sums in an ordinary task
- * that waits in the queues this scheduler keeps, where the kernel folds
- * them in load balancing, which is never late. Past the bound the depth
- * is derived here from the CPUs busy at this moment, each counted at full
- * capacity: cruder than the average, never stale. (A global function, so
- * that the verifier walks its loop once, not once per rule judged.)
+ * SIS_UTIL's depth for @llc (util_depth()): the one userspace published,
+ * while it is at most depth_ttl_ns old. Userspace folds the sums in an
+ * ordinary task that waits in the queues this scheduler keeps, where the
+ * kernel folds them in load balancing, which is never late. Past the
+ * bound the depth is derived here from the CPUs busy at this moment, each
+ * counted at full capacity: cruder than the average, never stale. (A
+ * global function, so that the verifier walks its loop once, not once per
+ * rule judged.)
  */
 __noinline u32 util_depth_now(u32 llc, u32 width)
 {
@@ -360,6 +361,22 @@ __noinline u32 util_depth_now(u32 llc, u32 width)
 			busy += SISU_CAPACITY;
 	}
 	return sis_util_nr(busy, width);
+}
+
+/*
+ * SIS_UTIL's depth for @llc, never older than depth_ttl_ns: the published
+ * one, or past that bound one derived now.
+ */
+static __always_inline u32 util_depth(u32 llc)
+{
+	struct sisu_llc_ctx *lc = llc_ctx(llc);
+	u32 width = width_of(llc);
+
+	if (!lc)
+		return width;
+	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns)
+		return lc->nr_idle_scan;
+	return util_depth_now(llc, width);
 }
 
 /* The rules the adaptive one chooses from (auto.rs says why these). */
@@ -888,8 +905,11 @@ __noinline void select_idle_sibling(struct task_struct *p __arg_trusted, s32 pre
 		}
 	}
 
-	/* SIS_CURRENT, where it is on, may send p to its waker instead. */
-	if (current_pick(p, target, pk, st))
+	/*
+	 * SIS_CURRENT, where it is on, may send p to its waker instead; its
+	 * busy test reads SIS_UTIL's depth under the same bound as the scans.
+	 */
+	if (cfg.sis_current && current_pick(p, target, util_depth(llc_of(target)), pk, st))
 		return;
 	cpu = select_idle_cpu(p, target, idle_core, pol, pk);
 	if (cpu >= 0)

@@ -74,9 +74,10 @@ __hidden void current_stop(struct task_struct *p, bool runnable, u64 now)
 
 /*
  * Whether the rule sends @p, woken by the running task towards @target,
- * to the waker's CPU (then @pk says so and it is counted under @st).
+ * to the waker's CPU (then @pk says so and it is counted under @st);
+ * @util_nr is SIS_UTIL's depth for the target's LLC.
  */
-__hidden bool current_pick(struct task_struct *p, s32 target, struct pick *pk,
+__hidden bool current_pick(struct task_struct *p, s32 target, u32 util_nr, struct pick *pk,
 			   struct sisu_stats *st)
 {
 	struct task_struct *waker = bpf_get_current_task_btf();
@@ -99,7 +100,7 @@ __hidden bool current_pick(struct task_struct *p, s32 target, struct pick *pk,
 			    migration_cost_ns,
 			    sis_current_pair(waker->pid, p->pid, w->last_wakee, e->last_wakee,
 					     w->wakee_flips, e->wakee_flips),
-			    sis_current_busy(util_depth(llc), width_of(llc),
+			    sis_current_busy(util_nr, width_of(llc),
 					     smt_on && lc->has_idle_cores));
 	if (!ok)
 		return false;

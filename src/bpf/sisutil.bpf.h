@@ -312,25 +312,6 @@ static __always_inline u32 width_of(u32 llc)
 	return v ? *v : 0;
 }
 
-__noinline u32 util_depth_now(u32 llc, u32 width);
-
-/*
- * SIS_UTIL's depth for @llc, never older than depth_ttl_ns: the published
- * one, or past that bound one derived now (util_depth_now(), where the
- * reason is).
- */
-static __always_inline u32 util_depth(u32 llc)
-{
-	struct sisu_llc_ctx *lc = llc_ctx(llc);
-	u32 width = width_of(llc);
-
-	if (!lc)
-		return width;
-	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns)
-		return lc->nr_idle_scan;
-	return util_depth_now(llc, width);
-}
-
 /* The @k-th nearest LLC to @llc: @llc itself first. */
 static __always_inline u32 llc_nearest(u32 llc, u32 k)
 {
@@ -572,7 +553,7 @@ __hidden bool push_running(struct task_struct *p, s32 cpu, u64 enq_flags);
 /* sis_current.bpf.c */
 __hidden void current_run(struct task_struct *p, u64 now);
 __hidden void current_stop(struct task_struct *p, bool runnable, u64 now);
-__hidden bool current_pick(struct task_struct *p, s32 target, struct pick *pk,
+__hidden bool current_pick(struct task_struct *p, s32 target, u32 util_nr, struct pick *pk,
 			   struct sisu_stats *st);
 
 /* trace.bpf.c */

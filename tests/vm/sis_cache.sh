@@ -25,7 +25,14 @@ fallback=0
 reclaimed=0
 scans=0
 runs=0
-for run in 1 2; do
+# Two runs, and up to two more while no scan has passed over a kept CPU:
+# under util most of hackbench's scans have depth 0 on this saturated LLC,
+# and three of the suite's last eight runs saw no skip (once both runs of a
+# test). A build whose scan never skips fails all four.
+tries=0
+while [ $tries -lt 4 ] && { [ $runs -lt 2 ] || [ $skipped -eq 0 ]; }; do
+	tries=$((tries + 1))
+	run=$tries
 	r=$(hb) || continue
 	runs=$((runs + 1))
 	set -- $r
@@ -37,9 +44,9 @@ for run in 1 2; do
 	scans=$((scans + $5))
 	on=$6
 done
-check "hackbench completed (2 of 2 runs: $runs)" [ $runs -eq 2 ]
+check "hackbench completed ($runs of $tries runs)" [ $runs -eq $tries ]
 check "the statistics say it is on" [ "$on" = 1 ]
-# Measured: about 5000 kept sleeps, 9 to 36 skips and 5 to 8 reclaims a run.
+# Measured: about 5000 kept sleeps, 0 to 36 skips and 1 to 9 reclaims a run.
 check "short sleeps kept their CPUs ($kept)" [ "$kept" -gt 100 ]
 check "scans passed over kept CPUs ($skipped)" [ "$skipped" -gt 0 ]
 check "wakeups got the CPU kept for them back ($reclaimed)" [ "$reclaimed" -gt 0 ]

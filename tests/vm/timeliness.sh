@@ -31,15 +31,16 @@ LOOP="loop_interval_ms loop_intervals loop_late_p50_us loop_late_p99_us loop_lat
 
 # under_load WHAT: SECS seconds of the load running in the background,
 # statistics restarted when it is under way, a client asking every 2 s;
-# STATS gets the last record.
+# STATS gets the last record. The seconds are the clock's: a client takes
+# seconds to start under this load, and counting rounds once made a
+# 12-second window last 90.
 under_load() {
 	sleep 3
 	$SCHED reset-stats >/dev/null
-	_i=0
-	while [ $_i -lt "$SECS" ]; do
+	_end=$(($(date +%s) + SECS))
+	while [ "$(date +%s)" -lt $_end ]; do
 		sleep 2
 		$SCHED stats --json >/dev/null 2>&1
-		_i=$((_i + 2))
 	done
 	STATS=$($SCHED stats --json)
 	log "$1: $(show "$STATS" $LOOP requests request_p50_us request_p99_us request_max_us stale_depths own_first)"
@@ -57,7 +58,7 @@ on_time() {
 	check "$1: the loop ran its intervals ($_n, $_skipped skipped)" [ "$_n" -ge $((SECS * 1000000 / INTERVAL_US * 3 / 4)) ]
 	check "$1: the scheduler's own threads were queued first" [ "$(get own_first "$STATS")" -gt 0 ]
 	check "$1: interval lateness p99 within the depth's bound, 4 intervals ($_p99 us)" [ "$_p99" -le $((4 * INTERVAL_US)) ]
-	check "$1: the clients' requests were counted ($_req)" [ "$_req" -ge $((SECS / 2 - 2)) ]
+	check "$1: the clients' requests were counted ($_req)" [ "$_req" -ge 2 ]
 	check "$1: the median request answered within 100 ms of arrival ($_rp50 us)" [ "$_rp50" -le 100000 ]
 	log "$1, the issue's targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; request p99 $_rp99 us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
 }
