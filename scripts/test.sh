@@ -66,6 +66,17 @@ section "build"
 cargo build --release --locked --workspace
 
 mkdir -p target/vm-logs
+
+# timed FILE: stdin to stdout and FILE, and to FILE.timed each line after
+# the seconds since the test began, to see where a test spends its time.
+timed() {
+	local t0=$SECONDS line
+	: >"$1.timed"
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		printf '%4d %s\n' $((SECONDS - t0)) "$line" >>"$1.timed"
+	done | tee "$1"
+}
 passed=0
 failed=0
 skipped=0
@@ -88,7 +99,7 @@ for test in tests/vm/*.sh; do
 	rm -rf "$out"
 	scripts/vm.sh --shape "${shape:-2x4}" --timeout "${timeout:-600}" --retries 1 \
 		--console "target/vm-logs/$name.console" --out "$out" -- sh "/tests/vm/$name.sh" \
-		2>"target/vm-logs/$name.err" | tee "target/vm-logs/$name.out"
+		2>"target/vm-logs/$name.err" | timed "target/vm-logs/$name.out"
 	rc=${PIPESTATUS[0]}
 	# A test's host half checks what the guest left in /results with tools
 	# the guest lacks; its checks count with the guest's.
