@@ -1,5 +1,6 @@
 //! Bindings for the scheduler's src/bpf/intf.h: the policies' values, the
-//! topology's limits and spans come from the header BPF is built from.
+//! topology's limits and spans come from the header BPF is built from,
+//! and the rules' table (SISU_RULES) becomes policy.rs's `rules!` lines.
 //! And the commit the build came from, which both programs report.
 
 /// The commit of the checkout, as "g<sha>" with "-dirty" if tracked files
@@ -26,6 +27,87 @@ fn git_version() -> String {
     format!("g{sha}{}", if dirty { "-dirty" } else { "" })
 }
 
+/// One rule of intf.h's SISU_RULES table.
+struct Rule {
+    bpf: String,
+    name: String,
+    shadows: bool,
+    auto: bool,
+    about: String,
+}
+
+/// The lines of intf.h's `#define SISU_RULES(R)`, each `R(ENUM, name,
+/// shadows, auto, "about")`, in order.
+fn rules(header: &str) -> Vec<Rule> {
+    let lines = header
+        .lines()
+        .skip_while(|l| !l.starts_with("#define SISU_RULES(R)"))
+        .skip(1);
+    let mut rules = Vec::new();
+    for line in lines {
+        let line = line.trim_end();
+        let more = line.ends_with('\\');
+        let entry = line.trim_end_matches('\\').trim();
+        let body = entry
+            .strip_prefix("R(")
+            .and_then(|e| e.strip_suffix(')'))
+            .unwrap_or_else(|| panic!("intf.h: SISU_RULES line {entry:?} is not R(...)"));
+        let mut parts = body.splitn(5, ',').map(str::trim);
+        let mut next = || {
+            parts
+                .next()
+                .expect("intf.h: a SISU_RULES line has five fields")
+        };
+        let (bpf, name, shadows, auto, about) = (next(), next(), next(), next(), next());
+        rules.push(Rule {
+            bpf: format!("sisu_policy_SISU_POL_{bpf}"),
+            name: name.to_string(),
+            shadows: shadows == "1",
+            auto: auto == "1",
+            about: about.to_string(),
+        });
+        if !more {
+            break;
+        }
+    }
+    assert!(!rules.is_empty(), "intf.h: no SISU_RULES table");
+    rules
+}
+
+/// The `rules!` invocation policy.rs includes: one line per rule.
+fn rules_rs(rules: &[Rule]) -> String {
+    let variant = |r: &Rule| {
+        let mut v = r.name.clone();
+        v[..1].make_ascii_uppercase();
+        v
+    };
+    let mut out = String::from("rules! {\n");
+    for r in rules {
+        out += &format!(
+            "    {} {:?} {} {} {} {};\n",
+            variant(r),
+            r.name,
+            r.bpf,
+            r.shadows,
+            r.auto,
+            r.about
+        );
+    }
+    let auto: Vec<String> = rules
+        .iter()
+        .filter(|r| r.auto)
+        .map(|r| format!("Policy::{}", variant(r)))
+        .collect();
+    out += "}\n\nimpl Policy {\n";
+    out += "    /// The rules the adaptive rule chooses from, in the table's order.\n";
+    out += &format!(
+        "    pub const AUTO_CANDIDATES: [Policy; {}] = [{}];\n}}\n",
+        auto.len(),
+        auto.join(", ")
+    );
+    out
+}
+
 fn main() {
     println!("cargo:rustc-env=SISUTIL_GIT_VERSION={}", git_version());
     let header = "../src/bpf/intf.h";
@@ -37,4 +119,6 @@ fn main() {
         .expect("cannot generate bindings for intf.h")
         .write_to_file(out.join("intf.rs"))
         .expect("cannot write the bindings");
+    let text = std::fs::read_to_string(header).expect("cannot read intf.h");
+    std::fs::write(out.join("rules.rs"), rules_rs(&rules(&text))).expect("cannot write rules.rs");
 }

@@ -81,8 +81,10 @@ use crate::bpf_intf;
 use crate::policy::Policy;
 use crate::stats::LlcCounters;
 
-/// The candidates, in the order of their gains.
-pub const CANDIDATES: [Policy; 3] = [Policy::Util, Policy::Prop, Policy::Full];
+/// The candidates, in the order of their gains (intf.h's table marks them).
+pub const CANDIDATES: [Policy; N] = Policy::AUTO_CANDIDATES;
+/// How many there are.
+pub const N: usize = Policy::AUTO_CANDIDATES.len();
 
 /// Intervals over which the measurements' weight halves.
 const HALF_LIFE: f64 = 32.0;
@@ -107,8 +109,8 @@ const FLOOR: f64 = 0.1;
 pub struct Sums {
     pub scans: f64,
     pub judged: f64,
-    pub found: [f64; 3],
-    pub examined: [f64; 3],
+    pub found: [f64; N],
+    pub examined: [f64; N],
     pub walk_ns: f64,
     pub walk_examined: f64,
     pub scan_ns: f64,
@@ -149,7 +151,7 @@ impl Sums {
         let f = |a: &mut f64, b: f64| *a = *a * decay + b;
         f(&mut self.scans, new.scans);
         f(&mut self.judged, new.judged);
-        for i in 0..3 {
+        for i in 0..N {
             f(&mut self.found[i], new.found[i]);
             f(&mut self.examined[i], new.examined[i]);
         }
@@ -203,7 +205,7 @@ impl Sums {
     }
 
     /// G_r for each candidate, in ns per scan, once enough is measured.
-    pub fn gains(&self) -> Option<[f64; 3]> {
+    pub fn gains(&self) -> Option<[f64; N]> {
         if self.judged < MIN_JUDGED {
             return None;
         }
@@ -268,12 +270,12 @@ pub fn sample_shift(scans: f64, target: f64) -> u32 {
 
 /// The candidate with the largest gain, unless the current one's is
 /// within the margin of it. @cpu_ns is c.
-pub fn choose(current: Policy, gains: Option<[f64; 3]>, cpu_ns: Option<f64>) -> Policy {
+pub fn choose(current: Policy, gains: Option<[f64; N]>, cpu_ns: Option<f64>) -> Policy {
     let (Some(g), Some(c)) = (gains, cpu_ns) else {
         return current;
     };
     let mut best = 0;
-    for i in 1..3 {
+    for i in 1..N {
         if g[i] > g[best] {
             best = i;
         }

@@ -244,7 +244,10 @@ fn pair(sets: &[u64], a: u32, b: u32) -> PairMetrics {
 
 /// Every pair of the active policy ("active") and the shadow rules.
 fn pairs(sets: &[u64], rules: &[Policy]) -> BTreeMap<String, PairMetrics> {
-    let mut who = vec![("active".to_string(), bpf_intf::SISU_ACTIVE_BIT)];
+    let mut who = vec![(
+        "active".to_string(),
+        bpf_intf::sisu_found_sets_SISU_ACTIVE_BIT,
+    )];
     who.extend(rules.iter().map(|r| (r.to_string(), r.to_bpf())));
     let mut out = BTreeMap::new();
     for (i, (a, abit)) in who.iter().enumerate() {

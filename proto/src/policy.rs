@@ -11,13 +11,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::intf;
 
-/// Declares the rules: one line each registers a rule's variant, its name
-/// (the command line, the socket, the statistics and results files all
-/// use it), its value in BPF's `enum sisu_policy`, whether it can be
-/// judged in the shadow, and its line in --help. Its depth (or decision)
-/// is defined once, in BPF's `policy_depth()`.
+/// Declares the rules from intf.h's SISU_RULES table, one line each
+/// (proto's build script writes them): the variant, its name (the command
+/// line, the socket, the statistics and results files all use it), its
+/// value in BPF's `enum sisu_policy`, whether it can be judged in the
+/// shadow, whether the adaptive rule may choose it, and its line in
+/// --help. Its depth (or decision) is defined once, in BPF's
+/// `policy_depth()`.
 macro_rules! rules {
-    ($($variant:ident $name:literal $bpf:ident $shadow:literal $about:literal;)*) => {
+    ($($variant:ident $name:literal $bpf:ident $shadow:literal $auto:literal $about:literal;)*) => {
         /// How many CPUs of the target's LLC a wakeup may search for an idle one.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Policy {
@@ -53,25 +55,18 @@ macro_rules! rules {
                     $(Policy::$variant => $shadow,)*
                 }
             }
+
+            /// Whether the adaptive rule may choose it for an LLC.
+            pub fn can_auto(self) -> bool {
+                match self {
+                    $(Policy::$variant => $auto,)*
+                }
+            }
         }
     };
 }
 
-// The built-in selection cannot be replayed without claiming CPUs, and the
-// adaptive rule chooses from the shadow's own verdicts: neither shadows.
-rules! {
-    Util "util" sisu_policy_SISU_POL_UTIL true
-        "SIS_UTIL (Linux 6.0+): depth from the LLC's utilisation";
-    Prop "prop" sisu_policy_SISU_POL_PROP true
-        "SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost";
-    Full "full" sisu_policy_SISU_POL_FULL true "Scan the whole LLC, no depth limit";
-    None "none" sisu_policy_SISU_POL_NONE true
-        "Never scan the LLC: only target, prev, recent CPU, SMT sibling";
-    Builtin "builtin" sisu_policy_SISU_POL_BUILTIN false
-        "sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)";
-    Auto "auto" sisu_policy_SISU_POL_AUTO false
-        "Per LLC, util, prop or full: whichever the shadow measures to pay best";
-}
+include!(concat!(env!("OUT_DIR"), "/rules.rs"));
 
 /// SIS_UTIL, the kernel's rule since 6.0, is the one a start without
 /// --policy runs.

@@ -25,12 +25,6 @@ typedef signed long long s64;
 /* SCHED_CAPACITY_SCALE: a fully busy CPU has utilisation 1024. */
 #define SISU_CAPACITY		1024
 /*
- * Sets of rules that found an idle CPU on one scan: a bit per shadow rule
- * (1 << enum sisu_policy) and SISU_ACTIVE_BIT for the active policy.
- */
-#define SISU_ACTIVE_BIT		6
-#define SISU_FOUND_SETS		128
-/*
  * Wakeup-to-running waits: slot 0 holds waits under 2^SISU_WAIT_SHIFT ns,
  * then four slots per power of two (wait_hist.h), the last one holding
  * everything longer.
@@ -47,17 +41,44 @@ typedef signed long long s64;
 #define SISU_COMM_LEN		16
 
 /*
- * Idle-CPU search policies. The order is part of the stats interface:
- * per-policy counters are indexed by it.
+ * The idle-CPU search rules, registered here once: the enum below, the
+ * sets the shadow and the adaptive rule draw from, and on the Rust side
+ * the command line, the socket, the statistics' per-rule records, auto's
+ * candidates and the lab (proto's build script reads these lines) all
+ * derive from this table. A rule's depth is its case in placement.bpf.c's
+ * policy_depth().
+ *
+ *   R(ENUM, name, shadows, auto, "its line in --help")
+ *
+ * name is how the command line, the socket, statistics, results and the
+ * trace spell it; shadows: it can be judged beside the active rule (its
+ * scan replayed without claiming a CPU: the built-in selection claims,
+ * and the adaptive rule chooses from the shadows' verdicts); auto: the
+ * adaptive rule may choose it for an LLC (auto.rs says why these). The
+ * order gives each rule its value, by which the per-rule counters are
+ * indexed; only names leave the scheduler.
  */
+#define SISU_RULES(R)								\
+	R(UTIL, util, 1, 1, "SIS_UTIL (Linux 6.0+): depth from the LLC's utilisation") \
+	R(PROP, prop, 1, 1, "SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost") \
+	R(FULL, full, 1, 1, "Scan the whole LLC, no depth limit")			\
+	R(NONE, none, 1, 0, "Never scan the LLC: only target, prev, recent CPU, SMT sibling") \
+	R(BUILTIN, builtin, 0, 0, "sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)") \
+	R(AUTO, auto, 0, 0, "Per LLC, util, prop or full: whichever the shadow measures to pay best")
+
+#define SISU_RULE_ENUM(e, name, shadows, cand, about)	SISU_POL_##e,
 enum sisu_policy {
-	SISU_POL_UTIL = 0,	/* SIS_UTIL: depth from the LLC's utilisation */
-	SISU_POL_PROP,		/* SIS_PROP: depth from idle time vs. scan cost */
-	SISU_POL_FULL,		/* scan the whole LLC */
-	SISU_POL_NONE,		/* never scan the LLC */
-	SISU_POL_BUILTIN,	/* sched_ext's built-in idle selection */
-	SISU_POL_AUTO,		/* per LLC, the candidate the shadow measures best (auto.rs) */
+	SISU_RULES(SISU_RULE_ENUM)
 	SISU_NR_POLICIES,
+};
+
+/*
+ * Sets of rules that found an idle CPU on one scan: a bit per shadow rule
+ * (1 << enum sisu_policy) and SISU_ACTIVE_BIT for the active policy.
+ */
+enum sisu_found_sets {
+	SISU_ACTIVE_BIT = SISU_NR_POLICIES,
+	SISU_FOUND_SETS = 2 << SISU_NR_POLICIES,
 };
 
 /*

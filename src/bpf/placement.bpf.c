@@ -379,9 +379,6 @@ static __always_inline u32 util_depth(u32 llc)
 	return util_depth_now(llc, width);
 }
 
-/* The rules the adaptive one chooses from (auto.rs says why these). */
-#define AUTO_CANDIDATES ((1U << SISU_POL_UTIL) | (1U << SISU_POL_PROP) | (1U << SISU_POL_FULL))
-
 /*
  * The rule that limits a scan of @llc under @pol: @pol itself, or for the
  * adaptive rule the candidate userspace chose for the LLC (SIS_UTIL until

@@ -421,12 +421,13 @@ static __always_inline u32 active_policy(void)
 }
 
 /*
- * The rules a shadow may be: all but the built-in selection, which claims,
- * and the adaptive rule, which chooses from the shadow's verdicts.
+ * The rules a shadow may be, and those the adaptive rule chooses from, as
+ * intf.h's table marks them.
  */
-#define SHADOW_RULES	((1U << SISU_NR_POLICIES) - 1 - (1U << SISU_POL_BUILTIN) - \
-			 (1U << SISU_POL_AUTO))
-_Static_assert(SISU_ACTIVE_BIT == SISU_NR_POLICIES, "the active bit follows the rules' bits");
+#define SISU_RULE_SHADOWS(e, name, shadows, cand, about)	| ((shadows) ? 1U << SISU_POL_##e : 0)
+#define SISU_RULE_CANDIDATE(e, name, shadows, cand, about)	| ((cand) ? 1U << SISU_POL_##e : 0)
+#define SHADOW_RULES	(0 SISU_RULES(SISU_RULE_SHADOWS))
+#define AUTO_CANDIDATES	(0 SISU_RULES(SISU_RULE_CANDIDATE))
 _Static_assert(SISU_FOUND_SETS == 1 << (SISU_ACTIVE_BIT + 1), "a slot per set of rules");
 
 /*
