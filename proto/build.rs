@@ -74,13 +74,15 @@ fn rules(header: &str) -> Vec<Rule> {
     rules
 }
 
+/// The rule's variant in Rust: its name, capitalised.
+fn variant(r: &Rule) -> String {
+    let mut v = r.name.clone();
+    v[..1].make_ascii_uppercase();
+    v
+}
+
 /// The `rules!` invocation policy.rs includes: one line per rule.
 fn rules_rs(rules: &[Rule]) -> String {
-    let variant = |r: &Rule| {
-        let mut v = r.name.clone();
-        v[..1].make_ascii_uppercase();
-        v
-    };
     let mut out = String::from("rules! {\n");
     for r in rules {
         out += &format!(
@@ -108,6 +110,17 @@ fn rules_rs(rules: &[Rule]) -> String {
     out
 }
 
+/// The trace's `wakeup_row!` invocation: a `shadow_<name>` column per
+/// rule that can shadow.
+fn wakeup_row_rs(rules: &[Rule]) -> String {
+    let cols: Vec<String> = rules
+        .iter()
+        .filter(|r| r.shadows)
+        .map(|r| format!("shadow_{} {}", r.name, variant(r)))
+        .collect();
+    format!("wakeup_row! {{ {} }}\n", cols.join(", "))
+}
+
 fn main() {
     println!("cargo:rustc-env=SISUTIL_GIT_VERSION={}", git_version());
     let header = "../src/bpf/intf.h";
@@ -120,5 +133,8 @@ fn main() {
         .write_to_file(out.join("intf.rs"))
         .expect("cannot write the bindings");
     let text = std::fs::read_to_string(header).expect("cannot read intf.h");
-    std::fs::write(out.join("rules.rs"), rules_rs(&rules(&text))).expect("cannot write rules.rs");
+    let rules = rules(&text);
+    std::fs::write(out.join("rules.rs"), rules_rs(&rules)).expect("cannot write rules.rs");
+    std::fs::write(out.join("wakeup_row.rs"), wakeup_row_rs(&rules))
+        .expect("cannot write wakeup_row.rs");
 }

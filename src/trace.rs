@@ -106,7 +106,7 @@ fn row(r: &sisu_trace_rec, places: &Places) -> Wakeup {
         let bit = 1 << p.to_bpf();
         (r.shadow_rules & bit != 0).then_some((r.shadow_found & bit != 0) as u8)
     };
-    Wakeup {
+    let mut row = Wakeup {
         woke_ns: r.woke_ns,
         wait_us: r.wait_ns as f64 / 1000.0,
         waker_pid: r.waker_pid,
@@ -138,11 +138,12 @@ fn row(r: &sisu_trace_rec, places: &Places) -> Wakeup {
             .unwrap_or("?")
             .into(),
         queued: (r.flags & bpf_intf::sisu_trace_flag_SISU_TRACE_QUEUED != 0) as u8,
-        shadow_util: verdict(Policy::Util),
-        shadow_prop: verdict(Policy::Prop),
-        shadow_full: verdict(Policy::Full),
-        shadow_none: verdict(Policy::None),
+        ..Default::default()
+    };
+    for p in Policy::ALL.iter().filter(|p| p.can_shadow()) {
+        row.set_shadow(*p, verdict(*p));
     }
+    row
 }
 
 /// A file that counts what it was given, so that the size cap costs no

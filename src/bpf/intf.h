@@ -44,8 +44,8 @@ typedef signed long long s64;
  * The idle-CPU search rules, registered here once: the enum below, the
  * sets the shadow and the adaptive rule draw from, and on the Rust side
  * the command line, the socket, the statistics' per-rule records, auto's
- * candidates and the lab (proto's build script reads these lines) all
- * derive from this table. A rule's depth is its case in placement.bpf.c's
+ * candidates, the trace's shadow columns and the lab (proto's build
+ * script reads these lines) all derive from this table. A rule's depth is its case in placement.bpf.c's
  * policy_depth().
  *
  *   R(ENUM, name, shadows, auto, "its line in --help")

@@ -266,12 +266,7 @@ pub fn perfetto_trace(w: &[Wakeup], llcs: &[LlcSample]) -> Builder {
                     args.push(Arg::int("limit", l as i64));
                     args.push(Arg::int("examined", e as i64));
                 }
-                for (name, v) in [
-                    ("shadow_util", x.shadow_util),
-                    ("shadow_prop", x.shadow_prop),
-                    ("shadow_full", x.shadow_full),
-                    ("shadow_none", x.shadow_none),
-                ] {
+                for (name, _, v) in x.shadows() {
                     if let Some(v) = v {
                         args.push(Arg::int(name, v as i64));
                     }
