@@ -323,9 +323,10 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         sis_current: ctx.sis_current as u64,
         current_cut: s.current_cut,
         current_idle_left: s.current_idle_left,
-        auto_util_scans: s.auto_scans[Policy::Util.to_bpf() as usize],
-        auto_prop_scans: s.auto_scans[Policy::Prop.to_bpf() as usize],
-        auto_full_scans: s.auto_scans[Policy::Full.to_bpf() as usize],
+        auto_scans: Policy::AUTO_CANDIDATES
+            .iter()
+            .map(|p| (p.name().to_string(), s.auto_scans[p.to_bpf() as usize]))
+            .collect(),
         found_taken: s.taken.iter().sum(),
         found_placed: s.outcome.iter().sum::<u64>() - out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
         scan_taken: s.taken[bpf_intf::sisu_outcome_SISU_OUT_SCAN as usize],

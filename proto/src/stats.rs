@@ -396,12 +396,8 @@ pub struct Metrics {
     pub current_cut: u64,
     #[stat(desc = "SIS_CURRENT: ... while an idle CPU of the LLC stood idle")]
     pub current_idle_left: u64,
-    #[stat(desc = "auto: scans it made with util's depth")]
-    pub auto_util_scans: u64,
-    #[stat(desc = "auto: scans it made with prop's depth")]
-    pub auto_prop_scans: u64,
-    #[stat(desc = "auto: scans it made with full's depth")]
-    pub auto_full_scans: u64,
+    #[stat(desc = "auto: scans it made with each candidate's depth, by rule")]
+    pub auto_scans: BTreeMap<String, u64>,
     #[stat(desc = "Idle CPU existed: active and (first) shadow rule both found one")]
     pub shadow_both: u64,
     #[stat(desc = "Idle CPU existed: only the active policy found one")]

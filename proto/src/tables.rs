@@ -6,6 +6,7 @@ use std::io::Write;
 
 use anyhow::Result;
 
+use crate::policy::Policy;
 use crate::stats::{ratio, LlcMetrics, Metrics};
 
 impl Metrics {
@@ -131,15 +132,22 @@ impl Metrics {
                 self.current_idle_left
             )?;
         }
-        let auto = self.auto_util_scans + self.auto_prop_scans + self.auto_full_scans;
+        let auto: u64 = self.auto_scans.values().sum();
         if auto > 0 {
-            let pct = |n: u64| 100.0 * ratio(n, auto);
+            // "util's depth 80.0%, prop's 15.0%, full's 5.0%"
+            let shares: Vec<String> = Policy::AUTO_CANDIDATES
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let n = self.auto_scans.get(p.name()).copied().unwrap_or(0);
+                    let depth = if i == 0 { " depth" } else { "" };
+                    format!("{}'s{depth} {:.1}%", p.name(), 100.0 * ratio(n, auto))
+                })
+                .collect();
             writeln!(
                 w,
-                "auto: scanned with util's depth {:.1}%, prop's {:.1}%, full's {:.1}% of {auto} scans",
-                pct(self.auto_util_scans),
-                pct(self.auto_prop_scans),
-                pct(self.auto_full_scans)
+                "auto: scanned with {} of {auto} scans",
+                shares.join(", ")
             )?;
         }
         write!(

@@ -120,7 +120,7 @@ missed=$(get idle_missed "$s")
 auto_only=$(get pairs.active/prop.first_only "$s")
 prop_only=$(get pairs.active/prop.second_only "$s")
 log "auto found $found, missed $missed; prop's depth would find $(get rules.prop.would_find "$s"), miss $(get rules.prop.would_miss "$s"); only auto $auto_only, only prop $prop_only"
-log "auto scanned with util $(get auto_util_scans "$s"), prop $(get auto_prop_scans "$s"), full $(get auto_full_scans "$s") times"
+log "auto scanned with util $(get auto_scans.util "$s"), prop $(get auto_scans.prop "$s"), full $(get auto_scans.full "$s") times"
 check "scans had idle CPUs to find ($((found + missed)))" [ $((found + missed)) -gt 100 ]
 # Where a deeper scan pays in every LLC (a deeper rule's gain S P - 2 c E
 # tops util's), auto finds at least what prop's depth would: what only
@@ -128,8 +128,8 @@ check "scans had idle CPUs to find ($((found + missed)))" [ $((found + missed)) 
 # than what only auto's did. Where it pays in none (a find saves too
 # little, or costs time), auto keeps util's depth in most scans instead.
 # Where the LLCs differ, each follows its own gains (checked above).
-au=$(get auto_util_scans "$s")
-all=$((au + $(get auto_prop_scans "$s") + $(get auto_full_scans "$s")))
+au=$(get auto_scans.util "$s")
+all=$((au + $(get auto_scans.prop "$s") + $(get auto_scans.full "$s")))
 case $(pays "$s") in
 yes)
 	check "finding pays here, and auto finds at least what prop's depth would ($auto_only only auto, $prop_only only prop)" \
@@ -164,9 +164,9 @@ $SCHED reset-stats >/dev/null
 hackbench -g 2 -l 300 >/tmp/hb.log 2>&1
 s=$($SCHED stats --json)
 unspin
-au=$(get auto_util_scans "$s")
-ap=$(get auto_prop_scans "$s")
-af=$(get auto_full_scans "$s")
+au=$(get auto_scans.util "$s")
+ap=$(get auto_scans.prop "$s")
+af=$(get auto_scans.full "$s")
 log "auto scanned with util $au, prop $ap, full $af times"
 check "hackbench completed" grep -q '^Time:' /tmp/hb.log
 check "at saturation it keeps util's cut in >= 80% of scans" [ $((au * 100)) -ge $((80 * (au + ap + af))) ]
@@ -247,8 +247,8 @@ wait $HB 2>/dev/null
 killall hackbench 2>/dev/null
 unspin
 log "pays: LLC 0 $(get llcs.0 "$s")"
-au=$(get auto_util_scans "$s")
-deep=$(($(get auto_prop_scans "$s") + $(get auto_full_scans "$s")))
+au=$(get auto_scans.util "$s")
+deep=$(($(get auto_scans.prop "$s") + $(get auto_scans.full "$s")))
 only_auto=$(get pairs.active/util.first_only "$s")
 only_util=$(get pairs.active/util.second_only "$s")
 log "auto scanned with util $au, prop or full $deep times; of the idle CPUs there, auto found $(llc 0 found "$s"), missed $(llc 0 missed "$s"); util's depth would find $(get rules.util.would_find "$s"); only auto $only_auto, only util's depth $only_util"

@@ -155,12 +155,43 @@ pub struct Results {
     pub dropped: BTreeMap<String, String>,
 }
 
+/// Files written before the statistics kept auto's scans by rule hold
+/// one key per candidate, `auto_<rule>_scans`: moved into `auto_scans`.
+fn auto_scans_by_rule(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let old: Vec<String> = m
+                .keys()
+                .filter(|k| k.len() > "auto__scans".len())
+                .filter(|k| k.starts_with("auto_") && k.ends_with("_scans"))
+                .cloned()
+                .collect();
+            for k in old {
+                let rule = k["auto_".len()..k.len() - "_scans".len()].to_string();
+                let n = m.remove(&k).unwrap_or(Value::Null);
+                let by_rule = m
+                    .entry("auto_scans")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Value::Object(by_rule) = by_rule {
+                    by_rule.insert(rule, n);
+                }
+            }
+            m.values_mut().for_each(auto_scans_by_rule);
+        }
+        Value::Array(a) => a.iter_mut().for_each(auto_scans_by_rule),
+        _ => {}
+    }
+}
+
 impl Results {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        let r: Results = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a scx_sisutil results file", path.display()))?;
+        let not_ours = || format!("{} is not a scx_sisutil results file", path.display());
+        let mut v: serde_json::Value = serde_json::from_str(&text).with_context(not_ours)?;
+        auto_scans_by_rule(&mut v);
+        let r: Results = serde_json::from_value(v).with_context(not_ours)?;
         if r.format != FORMAT {
             bail!(
                 "{}: format {:?}, expected {FORMAT:?}",
@@ -226,5 +257,26 @@ impl Results {
             .iter()
             .filter(|p| p.point.section == section)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_files_keep_auto_scans_by_rule() {
+        let mut v: serde_json::Value = serde_json::from_str(
+            r#"{"a":[{"stats":{"auto_util_scans":3,"auto_full_scans":1,"auto_judged":2}}]}"#,
+        )
+        .unwrap();
+        auto_scans_by_rule(&mut v);
+        let stats = &v["a"][0]["stats"];
+        assert_eq!(stats["auto_scans"]["util"], 3);
+        assert_eq!(stats["auto_scans"]["full"], 1);
+        assert_eq!(stats["auto_judged"], 2);
+        assert!(stats.get("auto_util_scans").is_none());
+        let m: Metrics = serde_json::from_value(stats.clone()).unwrap();
+        assert_eq!(m.auto_scans.values().sum::<u64>(), 4);
     }
 }

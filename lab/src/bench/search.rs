@@ -118,8 +118,8 @@ impl Search {
             Search::FoundWait => m.waits.get("found").map_or(0.0, |w| w.mean_us),
             Search::MissedWait => m.waits.get("missed").map_or(0.0, |w| w.mean_us),
             Search::AutoUtil => pct(
-                m.auto_util_scans,
-                m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans,
+                m.auto_scans.get("util").copied().unwrap_or(0),
+                m.auto_scans.values().sum(),
             ),
             Search::Current => pct(m.current_cut, m.wakeups),
             Search::Taken => pct(m.found_taken, m.found_placed),
@@ -174,7 +174,7 @@ impl Search {
         let adaptive = samples.iter().any(|s| {
             s.stats
                 .as_ref()
-                .is_some_and(|m| m.auto_util_scans + m.auto_prop_scans + m.auto_full_scans > 0)
+                .is_some_and(|m| m.auto_scans.values().sum::<u64>() > 0)
         });
         if self == Search::AutoUtil && !adaptive {
             return None;
