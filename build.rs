@@ -42,13 +42,14 @@ fn main() {
     obs.compile_link_gen().unwrap();
     std::env::set_var("OUT_DIR", &out);
 
-    // The rules' pure arithmetic (SIS_UTIL's and SIS_PROP's depths, SIS_CURRENT's decision, the
+    // The rules' pure arithmetic (SIS_UTIL's and SIS_PROP's depths, every rule's depth, SIS_CURRENT's decision, the
     // wait histogram's slots), compiled for the host as well so that
     // userspace and the unit tests run the same code as the BPF side.
     for f in [
         "host.c",
         "sis_util.h",
         "sis_prop.h",
+        "depth.h",
         "sis_current.h",
         "wait_hist.h",
         "intf.h",

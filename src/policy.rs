@@ -2,9 +2,9 @@
 //! are named in sisutil_proto::policy).
 //!
 //! Both rules' arithmetic lives on the BPF side, in `src/bpf/sis_util.h`
-//! (derived there) and `src/bpf/sis_prop.h`, compiled for the host too
-//! (build.rs, host.c): userspace and the unit tests below run the code BPF
-//! runs.
+//! (derived there) and `src/bpf/sis_prop.h`, and every rule's depth in
+//! `src/bpf/depth.h`, compiled for the host too (build.rs, host.c):
+//! userspace and the unit tests below run the code BPF runs.
 
 #[cfg(test)]
 use crate::bpf_intf;
@@ -390,5 +390,103 @@ mod sis_current_tests {
             8,
             false
         ));
+    }
+}
+
+#[cfg(test)]
+mod rule_depth_tests {
+    use super::Policy;
+    use crate::bpf_intf::sisu_prop_books;
+
+    /// depth.h's struct depth.
+    #[repr(C)]
+    #[derive(Debug, Default, PartialEq)]
+    struct Depth {
+        limit: u64,
+        budget: u32,
+        scan: bool,
+    }
+
+    extern "C" {
+        fn sisu_rule_depth(
+            pol: u32,
+            width: u32,
+            small: u32,
+            idle_core: bool,
+            b: *const sisu_prop_books,
+            util_nr: u32,
+            d: *mut Depth,
+        );
+    }
+
+    const ALL: u32 = u32::MAX;
+
+    fn depth(
+        p: Policy,
+        width: u32,
+        small: u32,
+        core: bool,
+        b: Option<&sisu_prop_books>,
+        util: u32,
+    ) -> Depth {
+        let mut d = Depth::default();
+        let b = b.map_or(std::ptr::null(), |b| b as *const _);
+        // SAFETY: reads the books it is handed, writes only @d.
+        unsafe { sisu_rule_depth(p.to_bpf(), width, small, core, b, util, &mut d) };
+        d
+    }
+
+    fn d(limit: u64, budget: u32, scan: bool) -> Depth {
+        Depth {
+            limit,
+            budget,
+            scan,
+        }
+    }
+
+    #[test]
+    fn each_rule_sets_its_depth() {
+        assert_eq!(depth(Policy::Util, 8, 0, false, None, 3), d(3, 3, true));
+        // SIS_UTIL's 0 stops even the idle-core search.
+        assert_eq!(depth(Policy::Util, 8, 0, true, None, 0), d(0, ALL, false));
+        assert_eq!(depth(Policy::Util, 8, 0, true, None, 3), d(3, ALL, true));
+        assert_eq!(depth(Policy::Full, 8, 0, false, None, 0), d(8, ALL, true));
+        assert_eq!(depth(Policy::None, 8, 0, false, None, 8), d(0, ALL, false));
+    }
+
+    #[test]
+    fn the_small_llc_rule_widens_any_util_depth() {
+        assert_eq!(depth(Policy::Util, 4, 4, false, None, 1), d(4, 4, true));
+        assert_eq!(depth(Policy::Util, 4, 4, false, None, 0), d(0, 0, false));
+        assert_eq!(depth(Policy::Util, 8, 4, false, None, 1), d(1, 1, true));
+    }
+
+    #[test]
+    fn prop_spends_its_books_and_examines_one_less() {
+        let b = sisu_prop_books {
+            wake_avg_idle: 4_000,
+            wake_stamp: 0,
+            avg_scan_cost: 100,
+        };
+        // 8 x 4000 ns of idle time over 101 ns a scan: 316 (the walk ends
+        // at the LLC's end anyway); with little idle time, the floor of 4.
+        assert_eq!(
+            depth(Policy::Prop, 8, 0, false, Some(&b), 0),
+            d(316, 315, true)
+        );
+        let poor = sisu_prop_books {
+            wake_avg_idle: 10,
+            ..b
+        };
+        assert_eq!(
+            depth(Policy::Prop, 8, 0, false, Some(&poor), 0),
+            d(4, 3, true)
+        );
+        // Without books, or for the idle-core search, it does not limit.
+        assert_eq!(depth(Policy::Prop, 8, 0, false, None, 0), d(8, ALL, true));
+        assert_eq!(
+            depth(Policy::Prop, 8, 0, true, Some(&b), 0),
+            d(8, ALL, true)
+        );
     }
 }

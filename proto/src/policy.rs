@@ -17,7 +17,7 @@ use crate::intf;
 /// value in BPF's `enum sisu_policy`, whether it can be judged in the
 /// shadow, whether the adaptive rule may choose it, and its line in
 /// --help. Its depth (or decision) is defined once, in BPF's
-/// `policy_depth()`.
+/// `rule_depth()` (src/bpf/depth.h).
 macro_rules! rules {
     ($($variant:ident $name:literal $bpf:ident $shadow:literal $auto:literal $about:literal;)*) => {
         /// How many CPUs of the target's LLC a wakeup may search for an idle one.

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Exports the pure functions of sis_util.h, sis_prop.h, sis_current.h and
- * wait_hist.h for userspace (SIS_UTIL's published depth) and the host unit
+ * Exports the pure functions of sis_util.h, sis_prop.h, depth.h,
+ * sis_current.h and wait_hist.h for userspace (SIS_UTIL's published depth) and the host unit
  * tests (src/policy.rs, src/stats.rs): both run the very arithmetic the
  * BPF scheduler runs.
  */
 #include <stdbool.h>
 #include "sis_util.h"
 #include "sis_prop.h"
+#include "depth.h"
 #include "sis_current.h"
 #include "wait_hist.h"
 
@@ -82,4 +83,10 @@ bool sisu_current_busy(u32 nr_idle_scan, u32 width, bool idle_core)
 u32 sisu_wait_slot(u64 ns)
 {
 	return wait_slot(ns);
+}
+
+void sisu_rule_depth(u32 pol, u32 width, u32 small, bool idle_core,
+		     const struct sisu_prop_books *b, u32 util_nr, struct depth *d)
+{
+	rule_depth(pol, width, small, idle_core, b, util_nr, d);
 }

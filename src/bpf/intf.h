@@ -45,8 +45,8 @@ typedef signed long long s64;
  * sets the shadow and the adaptive rule draw from, and on the Rust side
  * the command line, the socket, the statistics' per-rule records, auto's
  * candidates, the trace's shadow columns and the lab (proto's build
- * script reads these lines) all derive from this table. A rule's depth is its case in placement.bpf.c's
- * policy_depth().
+ * script reads these lines) all derive from this table. A rule's depth
+ * is its case in depth.h's rule_depth().
  *
  *   R(ENUM, name, shadows, auto, "its line in --help")
  *

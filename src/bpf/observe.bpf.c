@@ -36,6 +36,7 @@
 #include <scx/common.bpf.h>
 #include "intf.h"
 #include "sis_prop.h"
+#include "depth.h"
 #include "wait_count.h"
 
 char _license[] SEC("license") = "GPL";
@@ -392,41 +393,34 @@ static bool judge(u32 rule, u32 limit, u32 budget, const struct walk *w, bool id
 }
 
 /*
- * SIS_PROP on this scan, from the waking CPU's books: its depth from the
- * idle time left over the average scan cost; then charged what a scan to
- * that depth would have cost, the walk's time shared by CPUs examined, as
- * the scheduler charges its own shadow prop (sis_prop_share()).
+ * The shadow rules on this scan: the set that would have found one. Each
+ * rule's depth is the scheduler's (rule_depth()), from the kernel's own
+ * SIS_UTIL depth and this CPU's SIS_PROP books; a shadow SIS_PROP is then
+ * charged what a scan to its depth would have cost, the walk's time
+ * shared by CPUs examined, as the scheduler charges its own shadow prop
+ * (sis_prop_share()).
  */
-static bool judge_prop(u32 width, const struct walk *w, bool idle_existed)
-{
-	u32 zero = 0, examined;
-	struct sisu_prop_books *b = bpf_map_lookup_elem(&books, &zero);
-	u64 nr;
-	bool found;
-
-	if (!b)
-		return false;
-	sis_prop_age(b, bpf_jiffies64());
-	nr = sis_prop_nr(width, b->wake_avg_idle, b->avg_scan_cost);
-	/* Like the kernel's loop, it examines at most nr - 1 CPUs. */
-	found = judge(SISU_POL_PROP, nr, nr - 1, w, idle_existed, &examined);
-	sis_prop_charge(b, sis_prop_share(w->ns, examined, w->allowed));
-	return found;
-}
-
-/* The shadow rules on this scan: the set that would have found one. */
 static u32 judge_shadows(u32 depth, u32 width, const struct walk *w, bool idle_existed)
 {
-	u32 set = 0, e;
+	struct sisu_prop_books *b = NULL;
+	u32 zero = 0, set = 0, e, r;
+	struct depth d;
 
-	if ((shadows & (1U << SISU_POL_UTIL)) && judge(SISU_POL_UTIL, depth, depth, w, idle_existed, &e))
-		set |= 1U << SISU_POL_UTIL;
-	if ((shadows & (1U << SISU_POL_PROP)) && judge_prop(width, w, idle_existed))
-		set |= 1U << SISU_POL_PROP;
-	if ((shadows & (1U << SISU_POL_FULL)) && judge(SISU_POL_FULL, width, width, w, idle_existed, &e))
-		set |= 1U << SISU_POL_FULL;
-	if ((shadows & (1U << SISU_POL_NONE)) && judge(SISU_POL_NONE, 0, 0, w, idle_existed, &e))
-		set |= 1U << SISU_POL_NONE;
+	if (shadows & (1U << SISU_POL_PROP)) {
+		b = bpf_map_lookup_elem(&books, &zero);
+		if (b)
+			sis_prop_age(b, bpf_jiffies64());
+	}
+#pragma unroll
+	for (r = 0; r < SISU_NR_POLICIES; r++) {
+		if (!(shadows & SHADOW_RULES & (1U << r)) || (r == SISU_POL_PROP && !b))
+			continue;
+		rule_depth(r, width, 0, false, b, depth, &d);
+		if (judge(r, d.limit, d.scan ? d.budget : 0, w, idle_existed, &e))
+			set |= 1U << r;
+		if (r == SISU_POL_PROP && b)
+			sis_prop_charge(b, sis_prop_share(w->ns, e, w->allowed));
+	}
 	return set;
 }
 

@@ -16,6 +16,7 @@
 
 #include "sisutil.bpf.h"
 #include "sis_util.h"
+#include "depth.h"
 #include "wait_count.h"
 
 /* --- the wake target ------------------------------------------------ */
@@ -122,9 +123,6 @@ __hidden s32 wake_target(struct task_struct *p, s32 prev, u64 wake_flags)
 }
 
 /* --- the scan of the LLC -------------------------------------------- */
-
-/* No limit on the number of CPUs a scan may examine. */
-#define SCAN_ALL	((u32)-1)
 
 /* Step of @cpu in the walk that begins at @start. */
 static u32 walk_step(s32 cpu, u32 start, u32 width)
@@ -330,12 +328,6 @@ static bool llc_has_idle(const struct task_struct *p, u32 llc, const struct cpum
 	return false;
 }
 
-struct depth {
-	u64 limit;	/* the depth the policy computes (statistics) */
-	u32 budget;	/* CPUs the scan may examine */
-	bool scan;	/* whether the scan runs at all */
-};
-
 /*
  * SIS_UTIL's depth for @llc (util_depth()): the one userspace published,
  * while it is at most depth_ttl_ns old. Userspace folds the sums in an
@@ -397,54 +389,17 @@ static u32 rule_of(u32 pol, u32 llc)
 }
 
 /*
- * The depth rule @pol sets for a scan of @llc: the one place a rule's
- * depth is defined. @b is the SIS_PROP books it spends (the waking CPU's,
- * already aged), NULL where SIS_PROP does not limit the scan; @util_nr is
- * SIS_UTIL's depth, read once per scan (util_depth()). Pure: the shadow
- * rules call it too, each with its books. The adaptive rule is
- * resolved to its candidate before (rule_of()).
+ * The depth rule @pol sets for a scan of @llc (depth.h's rule_depth(), the
+ * one place a rule's depth is defined). @b is the SIS_PROP books it spends
+ * (the waking CPU's, already aged), NULL where SIS_PROP does not limit the
+ * scan; @util_nr is SIS_UTIL's depth, read once per scan (util_depth()).
+ * Pure: the shadow rules call it too, each with its books.
  */
 static __always_inline void policy_depth(u32 pol, u32 llc, bool idle_core,
 					 const struct sisu_prop_books *b, u32 util_nr,
 					 struct depth *d)
 {
-	u32 width = width_of(llc), small = cfg.small_llc;
-	u64 nr;
-
-	d->limit = width;
-	d->budget = SCAN_ALL;
-	d->scan = true;
-
-	switch (pol) {
-	case SISU_POL_UTIL:
-		/*
-		 * A depth of 0 means the LLC is too busy to be worth any
-		 * scan, idle core or not. The review's small-LLC rule turns
-		 * any other depth into a full scan.
-		 */
-		nr = util_nr;
-		if (nr && small && width <= small)
-			nr = width;
-		d->limit = nr;
-		d->scan = nr > 0;
-		if (!idle_core)
-			d->budget = nr;
-		break;
-	case SISU_POL_PROP:
-		/* The idle-core search is not limited by SIS_PROP. */
-		if (idle_core || !b)
-			break;
-		nr = sis_prop_nr(width, b->wake_avg_idle, b->avg_scan_cost);
-		d->limit = nr;
-		d->budget = nr - 1 < SCAN_ALL ? nr - 1 : SCAN_ALL;
-		break;
-	case SISU_POL_NONE:
-		d->limit = 0;
-		d->scan = false;
-		break;
-	default:
-		break;
-	}
+	rule_depth(pol, width_of(llc), cfg.small_llc, idle_core, b, util_nr, d);
 }
 
 /* The books of @c that @book names, aged to now; NULL without a record. */

@@ -421,16 +421,6 @@ static __always_inline u32 active_policy(void)
 }
 
 /*
- * The rules a shadow may be, and those the adaptive rule chooses from, as
- * intf.h's table marks them.
- */
-#define SISU_RULE_SHADOWS(e, name, shadows, cand, about)	| ((shadows) ? 1U << SISU_POL_##e : 0)
-#define SISU_RULE_CANDIDATE(e, name, shadows, cand, about)	| ((cand) ? 1U << SISU_POL_##e : 0)
-#define SHADOW_RULES	(0 SISU_RULES(SISU_RULE_SHADOWS))
-#define AUTO_CANDIDATES	(0 SISU_RULES(SISU_RULE_CANDIDATE))
-_Static_assert(SISU_FOUND_SETS == 1 << (SISU_ACTIVE_BIT + 1), "a slot per set of rules");
-
-/*
  * SIS_PROP's per-CPU state restarts from boot values whenever userspace
  * switches policy (cfg.epoch changes), so that averages learnt under one
  * regime do not steer the next.
