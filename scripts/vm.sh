@@ -226,6 +226,7 @@ ip link set lo up
 hostname sisu-vm
 OUT=/dev/ttyS1
 stty -F $OUT raw -echo 2>/dev/null || true
+echo "@@SISU-BOOTED" >$OUT
 cd /root
 sh /cmd.sh >$OUT 2>&1 </dev/null
 rc=$?
@@ -304,27 +305,52 @@ esac
 console=${CONSOLE:-$WORK/console.log}
 out=$WORK/out.log
 
+# A TCG guest now and then hangs before its init runs, silent until the
+# timeout. One that has not reported its boot within this many seconds
+# (ten times what a boot takes here, more for many vCPUs; SISU_BOOT_WAIT
+# sets it) is taken for
+# dead and may boot again.
+BOOT_WAIT=${SISU_BOOT_WAIT:-$((120 + NCPUS))}
+
+# watch_boot: stops QEMU when the guest has not booted within BOOT_WAIT.
+watch_boot() {
+	local i
+	for ((i = 0; i < BOOT_WAIT; i++)); do
+		sleep 1
+		grep -q '^@@SISU-BOOTED' "$out" 2>/dev/null && return
+	done
+	touch "$WORK/no-boot"
+	[[ -s $WORK/qemu.pid ]] && kill "$(cat "$WORK/qemu.pid")" 2>/dev/null
+}
+
 # boot: one run of the guest. Sets rc to the command's exit status, empty
 # when the guest stopped without reporting one, and qemu_rc.
 boot() {
-	rm -f "$WORK/results.b64"
+	rm -f "$WORK/results.b64" "$WORK/qemu.pid" "$WORK/no-boot" "$out"
+	watch_boot &
+	local watcher=$!
 	set +e
-	timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" \
+	timeout --foreground -k 10 "$TIMEOUT" qemu-system-x86_64 "${accel[@]}" -pidfile "$WORK/qemu.pid" \
 		"${machine[@]}" -m "$MEM" -smp "$smp" "${numa[@]}" \
 		-kernel "$KDIR/vmlinuz" -initrd "$WORK/initrd.cpio" \
 		-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
 		-display none -monitor none -no-reboot \
 		-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
 		-serial "file:$WORK/results.b64" \
-		</dev/null 2>"$WORK/qemu.err" | stdbuf -oL tr -d '\r' | tee "$out" | grep --line-buffered -v '^@@SISU-EXIT '
+		</dev/null 2>"$WORK/qemu.err" | stdbuf -oL tr -d '\r' | tee "$out" |
+		grep --line-buffered -v '^@@SISU-\(EXIT \|BOOTED\)'
 	qemu_rc=${PIPESTATUS[0]}
+	kill $watcher 2>/dev/null
+	wait $watcher 2>/dev/null
 	set -e
 	rc=$(sed -n 's/^@@SISU-EXIT \([0-9]*\)$/\1/p' "$out" | tail -n1)
 }
 
 # died: why the guest stopped without a result, and its console's end.
 died() {
-	if ((qemu_rc == 124 || qemu_rc == 137)); then
+	if [[ -e $WORK/no-boot ]]; then
+		echo "vm.sh: guest did not boot within ${BOOT_WAIT}s" >&2
+	elif ((qemu_rc == 124 || qemu_rc == 137)); then
 		echo "vm.sh: guest did not finish within ${TIMEOUT}s" >&2
 	else
 		echo "vm.sh: guest stopped without reporting a result (qemu exit $qemu_rc)" >&2
