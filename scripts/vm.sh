@@ -305,11 +305,10 @@ esac
 console=${CONSOLE:-$WORK/console.log}
 out=$WORK/out.log
 
-# A TCG guest now and then hangs before its init runs, silent until the
-# timeout. One that has not reported its boot within this many seconds
-# (ten times what a boot takes here, more for many vCPUs; SISU_BOOT_WAIT
-# sets it) is taken for
-# dead and may boot again.
+# A TCG guest once stayed silent until its timeout, ten minutes, and then
+# booted again in seconds. One that has not reported its boot within this
+# many seconds (ten times what a boot takes here, more for many vCPUs;
+# SISU_BOOT_WAIT sets it) is taken for dead and may boot again.
 BOOT_WAIT=${SISU_BOOT_WAIT:-$((120 + NCPUS))}
 
 # watch_boot: stops QEMU when the guest has not booted within BOOT_WAIT.

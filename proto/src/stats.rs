@@ -255,7 +255,7 @@ pub struct DepthCounts {
     pub examined: u64,
     #[stat(desc = "Scans whose depth limit was this")]
     pub limit: u64,
-    #[stat(desc = "Scans whose shadow policy's limit was this")]
+    #[stat(desc = "Scans whose (first) shadow rule's limit was this")]
     pub shadow_limit: u64,
 }
 

@@ -99,8 +99,9 @@ wait $q1 $q2 2>/dev/null
 # than half is starvation the weight does not explain (the starvation
 # rescue alone would leave it one slice a second, 330:1 with 3 ms
 # slices). Time on the CPU, not the tasks' own counts: under TCG a
-# nice-19 task's short slices lose a larger part to switching, and its
-# count fell to 1:205 where its time was within the band.
+# nice-19 task's short slices may lose a larger part to switching; the
+# counts' ratio ranged 100 to 205 over three runs, the time's was 92 in
+# the first run that measured it.
 log "in 10 s: nice 0 ran ${d0} us, nice 19 ran ${d19} us (ratio $((d0 / (d19 + (d19 == 0))))), about 100:1 expected; counted $c0 and $c19)"
 check "nice 19 made progress" [ "$d19" -gt 0 ]
 check "nice 0 got 50x to 200x the CPU of nice 19" within $((50 * d19)) "$d0" $((200 * d19))

@@ -775,7 +775,7 @@ fn shadow(opts: &TableOpts, runs: &[Run]) -> Result<String> {
         }
     }
     if out.is_empty() {
-        bail!("no shadow policy's counters at the selected points");
+        bail!("no shadow rule's counters at the selected points");
     }
     Ok(format!("```\n{}\n```\n", out.trim_end_matches('\n')))
 }

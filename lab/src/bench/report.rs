@@ -404,8 +404,8 @@ fn running_ns(m: &Metrics) -> f64 {
 }
 
 /// The review's explanatory tables (found-rate, the "able to find" matrix
-/// against the shadow policy, "CPU Searched | Count"), summed over the
-/// iterations, for the arms that ran with a shadow policy
+/// against the (first) shadow rule, "CPU Searched | Count"), summed over
+/// the iterations, for the arms that ran with a shadow rule
 /// (`--scheduler-args "--shadow prop"`): the runs made to explain.
 pub fn shadow_tables(r: &Results, section: &str) -> Option<String> {
     shadow_tables_of(r, section, &[])

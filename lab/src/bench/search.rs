@@ -22,7 +22,7 @@ pub enum Search {
     Limit,
     Examined,
     ScanNs,
-    /// What a scan to the shadow policy's depth would have found, on the
+    /// What a scan to the (first) shadow rule's depth would have found, on the
     /// same scans as `found`.
     ShadowFound,
     /// What a scan to SIS_PROP's depth would have found, where prop was

@@ -24,7 +24,7 @@ struct Shape {
     name: String,
     /// The A/B runs, in the order of their folders' names.
     ab: Vec<Results>,
-    /// The runs made with a shadow policy, for the review's tables.
+    /// The runs made with a shadow rule, for the review's tables.
     shadow: Vec<Results>,
 }
 
