@@ -86,12 +86,11 @@ fn rules_rs(rules: &[Rule]) -> String {
     let mut out = String::from("rules! {\n");
     for r in rules {
         out += &format!(
-            "    {} {:?} {} {} {} {};\n",
+            "    {} {:?} {} {} {};\n",
             variant(r),
             r.name,
             r.bpf,
             r.shadows,
-            r.auto,
             r.about
         );
     }

@@ -15,11 +15,11 @@ use crate::intf;
 /// (proto's build script writes them): the variant, its name (the command
 /// line, the socket, the statistics and results files all use it), its
 /// value in BPF's `enum sisu_policy`, whether it can be judged in the
-/// shadow, whether the adaptive rule may choose it, and its line in
-/// --help. Its depth (or decision) is defined once, in BPF's
-/// `rule_depth()` (src/bpf/depth.h).
+/// shadow, and its line in --help (the rules auto may choose are
+/// `Policy::AUTO_CANDIDATES`, written beside). Its depth (or decision)
+/// is defined once, in BPF's `rule_depth()` (src/bpf/depth.h).
 macro_rules! rules {
-    ($($variant:ident $name:literal $bpf:ident $shadow:literal $auto:literal $about:literal;)*) => {
+    ($($variant:ident $name:literal $bpf:ident $shadow:literal $about:literal;)*) => {
         /// How many CPUs of the target's LLC a wakeup may search for an idle one.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Policy {
@@ -53,13 +53,6 @@ macro_rules! rules {
             pub fn can_shadow(self) -> bool {
                 match self {
                     $(Policy::$variant => $shadow,)*
-                }
-            }
-
-            /// Whether the adaptive rule may choose it for an LLC.
-            pub fn can_auto(self) -> bool {
-                match self {
-                    $(Policy::$variant => $auto,)*
                 }
             }
         }
