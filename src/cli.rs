@@ -38,9 +38,10 @@ pub struct RunOpts {
 
     /// Judge these rules beside the active policy at every scan, on the
     /// same wakeups, each with its own state, without acting on them: a
-    /// comma-separated list of util, prop, full, none, or "all" (fills the
-    /// review's "able to find" matrix for every pair; auto and builtin
-    /// cannot be judged in the shadow)
+    /// comma-separated list of the policies that scan to a depth (util,
+    /// prop, full, none, ...), or "all" of them (fills the review's "able
+    /// to find" matrix for every pair; auto and builtin cannot be judged
+    /// in the shadow)
     #[arg(long, value_name = "RULES", default_value = "off",
           value_parser = |s: &str| s.parse::<Shadow>())]
     pub shadow: Shadow,
@@ -221,7 +222,7 @@ pub enum SetCmd {
         #[arg(value_enum)]
         policy: Policy,
     },
-    /// The shadow rules (util,prop,full,none), "all", or "off"
+    /// The shadow rules (util,prop,...: see --shadow), "all", or "off"
     Shadow {
         #[arg(value_parser = |s: &str| s.parse::<Shadow>())]
         shadow: Shadow,

@@ -396,7 +396,7 @@ mod sis_current_tests {
 #[cfg(test)]
 mod rule_depth_tests {
     use super::Policy;
-    use crate::bpf_intf::sisu_prop_books;
+    use crate::bpf_intf::{sisu_llc_load, sisu_prop_books};
 
     /// depth.h's struct depth.
     #[repr(C)]
@@ -414,7 +414,7 @@ mod rule_depth_tests {
             small: u32,
             idle_core: bool,
             b: *const sisu_prop_books,
-            util_nr: u32,
+            ld: *const sisu_llc_load,
             d: *mut Depth,
         );
     }
@@ -427,12 +427,35 @@ mod rule_depth_tests {
         small: u32,
         core: bool,
         b: Option<&sisu_prop_books>,
-        util: u32,
+        util_nr: u32,
+    ) -> Depth {
+        // SIS_UTIL's depth from the sum it stands for.
+        let sum_util = load_for(util_nr, width);
+        depth_at(p, width, small, core, b, sum_util, util_nr)
+    }
+
+    /// A sum of utilisation for which SIS_UTIL's depth is @nr (the largest).
+    fn load_for(nr: u32, width: u32) -> u32 {
+        (0..=width * 1024)
+            .rev()
+            .find(|&s| super::nr_idle_scan(s as u64, width as u64) == nr as u64)
+            .unwrap_or(0)
+    }
+
+    fn depth_at(
+        p: Policy,
+        width: u32,
+        small: u32,
+        core: bool,
+        b: Option<&sisu_prop_books>,
+        sum_util: u32,
+        util_nr: u32,
     ) -> Depth {
         let mut d = Depth::default();
         let b = b.map_or(std::ptr::null(), |b| b as *const _);
-        // SAFETY: reads the books it is handed, writes only @d.
-        unsafe { sisu_rule_depth(p.to_bpf(), width, small, core, b, util, &mut d) };
+        let ld = sisu_llc_load { sum_util, util_nr };
+        // SAFETY: reads the books and the load it is handed, writes only @d.
+        unsafe { sisu_rule_depth(p.to_bpf(), width, small, core, b, &ld, &mut d) };
         d
     }
 

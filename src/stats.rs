@@ -387,6 +387,9 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
 pub mod tests {
     use super::*;
 
+    /// The active policy's bit in a found set, as a shift.
+    const ACTIVE: u32 = bpf_intf::sisu_found_sets_SISU_ACTIVE_BIT;
+
     pub fn record(f: impl Fn(&mut bpf_intf::sisu_stats)) -> Vec<u8> {
         let mut s = Counters::default().view();
         f(&mut s);
@@ -473,11 +476,12 @@ pub mod tests {
             s.scans = 50;
             s.scan_ns = 5000;
             s.found = [[5, 1], [10, 34]];
-            // Active is bit 6, prop bit 1: [active][prop] = [[3, 7], [2, 32]].
+            // The active policy's bit and prop's: [active][prop] = [[3, 7], [2, 32]].
+            let (act, prop) = (1 << ACTIVE, 1 << Policy::Prop.to_bpf());
             s.found_sets[0] = 3;
-            s.found_sets[2] = 7;
-            s.found_sets[64] = 2;
-            s.found_sets[66] = 32;
+            s.found_sets[prop] = 7;
+            s.found_sets[act] = 2;
+            s.found_sets[act | prop] = 32;
             s.examined[2] = 50;
             s.limit[4] = 50;
         });
@@ -595,12 +599,17 @@ pub mod tests {
 
     #[test]
     fn every_pair_of_rules_reads_from_the_found_sets() {
-        // Active util (bit 6), shadows prop (1) and full (2). Full's scan
-        // is the deepest, so no set has prop without full.
+        // Active util, shadows prop and full. Full's scan is the deepest,
+        // so no set has prop without full.
+        let (act, prop, full) = (
+            1 << ACTIVE,
+            1 << Policy::Prop.to_bpf(),
+            1 << Policy::Full.to_bpf(),
+        );
         let raw = record(|s| {
-            s.found_sets[0b1000110] = 10; // all three
-            s.found_sets[0b0000100] = 5; // full only
-            s.found_sets[0b1000100] = 3; // active and full
+            s.found_sets[act | prop | full] = 10; // all three
+            s.found_sets[full] = 5; // full only
+            s.found_sets[act | full] = 3; // active and full
             s.found_sets[0] = 2; // none
         });
         let rules = [

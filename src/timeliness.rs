@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use crate::stats::Metrics;
 
 /// How many intervals old a published depth may be before BPF derives
-/// its own (util_depth() in placement.bpf.c): a loop a little late never
+/// its own (llc_load() in placement.bpf.c): a loop a little late never
 /// trips it, one held up for longer hands the depth to BPF.
 pub const DEPTH_TTL_INTERVALS: u32 = 4;
 

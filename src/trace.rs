@@ -602,7 +602,9 @@ mod tests {
         let st = s.close();
         assert_eq!((st.records, st.running, st.ended.clone()), (3, false, None));
         let mut reader = csv::Reader::from_path(dir.join("wakeups.csv")).unwrap();
-        assert_eq!(reader.headers().unwrap().len(), 27);
+        // 23 columns and one per rule that can shadow.
+        let shadows = Policy::ALL.iter().filter(|p| p.can_shadow()).count();
+        assert_eq!(reader.headers().unwrap().len(), 23 + shadows);
         let rows: Vec<Wakeup> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0], row(&r, &p), "a comma in a name is quoted");

@@ -253,7 +253,14 @@ mod tests {
         assert_eq!(set.to_string(), "prop,full");
         assert_eq!(set.to_bpf(), 1 << 1 | 1 << 2);
         let all: Shadow = "all".parse().unwrap();
-        assert_eq!(all.to_string(), "util,prop,full,none");
+        // Every rule the table lets shadow, in the table's order.
+        let shadows: Vec<Policy> = Policy::ALL
+            .iter()
+            .copied()
+            .filter(|p| p.can_shadow())
+            .collect();
+        assert_eq!(all.rules(), &shadows[..]);
+        assert!(all.to_string().starts_with("util,prop,full,none"));
         assert!(!all.rules().contains(&Policy::Builtin));
         assert!(!all.rules().contains(&Policy::Auto));
         for bad in ["builtin", "prop,builtin", "auto", "prop,,full", "fast", ""] {

@@ -37,16 +37,36 @@ struct depth {
 };
 
 /*
- * The depth rule @pol sets for a scan of an LLC @width CPUs wide. @b is
- * the SIS_PROP books it spends (already aged), NULL where SIS_PROP does
- * not limit the scan; @util_nr is SIS_UTIL's depth for the LLC; LLCs of
- * at most @small CPUs get util's small-LLC rule (0: off). The adaptive
- * rule is resolved to its candidate before, and the built-in selection
- * does not scan here: both get the whole LLC.
+ * SIS_UTIL's limit, for an LLC @width CPUs wide whose SIS_UTIL depth is
+ * @util_nr. A depth of 0 means the LLC is too busy to be worth any scan,
+ * idle core or not. The small-LLC rule, proposed in the 2022 review of
+ * SIS_UTIL (design.md), turns any other depth into a full scan of LLCs of
+ * at most @small CPUs (0: off).
+ */
+static __always_inline void util_limit(u32 width, u32 small, bool idle_core, u32 util_nr,
+				       struct depth *d)
+{
+	u64 nr = util_nr;
+
+	if (nr && small && width <= small)
+		nr = width;
+	d->limit = nr;
+	d->scan = nr > 0;
+	if (!idle_core)
+		d->budget = nr;
+}
+
+/*
+ * The depth rule @pol sets for a scan of an LLC @width CPUs wide, whose
+ * load is @ld. @b is the SIS_PROP books it spends (already aged), NULL
+ * where SIS_PROP does not limit the scan; LLCs of at most @small CPUs get
+ * util's small-LLC rule (0: off). The adaptive rule is resolved to its
+ * candidate before, and the built-in selection does not scan here: both
+ * get the whole LLC.
  */
 static __always_inline void rule_depth(u32 pol, u32 width, u32 small, bool idle_core,
-				       const struct sisu_prop_books *b, u32 util_nr,
-				       struct depth *d)
+				       const struct sisu_prop_books *b,
+				       const struct sisu_llc_load *ld, struct depth *d)
 {
 	u64 nr;
 
@@ -56,19 +76,7 @@ static __always_inline void rule_depth(u32 pol, u32 width, u32 small, bool idle_
 
 	switch (pol) {
 	case SISU_POL_UTIL:
-		/*
-		 * A depth of 0 means the LLC is too busy to be worth any
-		 * scan, idle core or not. The small-LLC rule, proposed in
-		 * the 2022 review of SIS_UTIL (design.md), turns any other
-		 * depth into a full scan.
-		 */
-		nr = util_nr;
-		if (nr && small && width <= small)
-			nr = width;
-		d->limit = nr;
-		d->scan = nr > 0;
-		if (!idle_core)
-			d->budget = nr;
+		util_limit(width, small, idle_core, ld->util_nr, d);
 		break;
 	case SISU_POL_PROP:
 		/*

@@ -86,7 +86,8 @@ u32 sisu_wait_slot(u64 ns)
 }
 
 void sisu_rule_depth(u32 pol, u32 width, u32 small, bool idle_core,
-		     const struct sisu_prop_books *b, u32 util_nr, struct depth *d)
+		     const struct sisu_prop_books *b, const struct sisu_llc_load *ld,
+		     struct depth *d)
 {
-	rule_depth(pol, width, small, idle_core, b, util_nr, d);
+	rule_depth(pol, width, small, idle_core, b, ld, d);
 }

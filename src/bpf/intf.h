@@ -146,6 +146,16 @@ struct sisu_cfg {
 };
 
 /*
+ * An LLC's load as the depth rules read it (depth.h's rule_depth()), taken
+ * once per scan: the published pair of struct sisu_llc_ctx below, or while
+ * that is stale, one derived from the CPUs busy at that moment.
+ */
+struct sisu_llc_load {
+	u32 sum_util;		/* its CPUs' utilisation, each SISU_CAPACITY at most */
+	u32 util_nr;		/* SIS_UTIL's depth from it (sis_util.h) */
+};
+
+/*
  * One record per LLC. nr_idle_scan and sum_util are published by
  * userspace every interval, stamped with published_at; has_idle_cores is the kernel's "an idle core
  * may exist" hint, kept by BPF.

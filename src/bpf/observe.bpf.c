@@ -393,17 +393,21 @@ static bool judge(u32 rule, u32 limit, u32 budget, const struct walk *w, bool id
 }
 
 /*
- * The shadow rules on this scan: the set that would have found one. Each
- * rule's depth is the scheduler's (rule_depth()), from the kernel's own
- * SIS_UTIL depth and this CPU's SIS_PROP books; a shadow SIS_PROP is then
- * charged what a scan to its depth would have cost, the walk's time
- * shared by CPUs examined, as the scheduler charges its own shadow prop
- * (sis_prop_share()).
+ * The shadow rules on this scan of @llc: the set that would have found
+ * one. Each rule's depth is the scheduler's (rule_depth()), from the
+ * kernel's own SIS_UTIL depth (@depth), the LLC's sampled sum and this
+ * CPU's SIS_PROP books; a shadow SIS_PROP is then charged what a scan to
+ * its depth would have cost, the walk's time shared by CPUs examined, as
+ * the scheduler charges its own shadow prop (sis_prop_share()). (The load
+ * is read here, not by the caller, whose registers are full: a bounds
+ * check there was lost to a spill.)
  */
-static u32 judge_shadows(u32 depth, u32 width, const struct walk *w, bool idle_existed)
+static u32 judge_shadows(u32 llc, u32 depth, const struct walk *w, bool idle_existed)
 {
+	struct sisu_kernel_llc *k = MEMBER_VPTR(kllcs, [llc]);
+	struct sisu_llc_load ld = { .util_nr = depth, .sum_util = k ? k->sum_util : 0 };
 	struct sisu_prop_books *b = NULL;
-	u32 zero = 0, set = 0, e, r;
+	u32 zero = 0, set = 0, e, r, width = width_of(llc);
 	struct depth d;
 
 	if (shadows & (1U << SISU_POL_PROP)) {
@@ -415,7 +419,7 @@ static u32 judge_shadows(u32 depth, u32 width, const struct walk *w, bool idle_e
 	for (r = 0; r < SISU_NR_POLICIES; r++) {
 		if (!(shadows & SHADOW_RULES & (1U << r)) || (r == SISU_POL_PROP && !b))
 			continue;
-		rule_depth(r, width, 0, false, b, depth, &d);
+		rule_depth(r, width, 0, false, b, &ld, &d);
 		if (judge(r, d.limit, d.scan ? d.budget : 0, w, idle_existed, &e))
 			set |= 1U << r;
 		if (r == SISU_POL_PROP && b)
@@ -475,13 +479,13 @@ static u32 count_scan(struct task_struct *p, s32 prev, s32 this, s32 cpu, bool f
 	count_hist(st->examined, examined);
 	count_hist(st->limit, depth);
 	if (existed && shadows) {
-		set = judge_shadows(depth, width_of(llc), &w, existed) |
+		set = judge_shadows(llc, depth, &w, existed) |
 		      (found ? 1U << SISU_ACTIVE_BIT : 0);
 		n = MEMBER_VPTR(st->found_sets, [set & (SISU_FOUND_SETS - 1)]);
 		if (n)
 			(*n)++;
 	} else if (shadows) {
-		judge_shadows(depth, width_of(llc), &w, existed);
+		judge_shadows(llc, depth, &w, existed);
 	}
 	ls = bpf_map_lookup_elem(&llc_scans, &llc);
 	k = MEMBER_VPTR(kllcs, [llc]);

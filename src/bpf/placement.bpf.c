@@ -329,20 +329,18 @@ static bool llc_has_idle(const struct task_struct *p, u32 llc, const struct cpum
 }
 
 /*
- * SIS_UTIL's depth for @llc (util_depth()): the one userspace published,
- * while it is at most depth_ttl_ns old. Userspace folds the sums in an
- * ordinary task that waits in the queues this scheduler keeps, where the
- * kernel folds them in load balancing, which is never late. Past the
- * bound the depth is derived here from the CPUs busy at this moment, each
- * counted at full capacity: cruder than the average, never stale. (A
- * global function, so that the verifier walks its loop once, not once per
- * rule judged.)
+ * The load of @llc, for llc_load() while the published one is stale: the
+ * CPUs busy at this moment, each counted at full capacity. Userspace
+ * folds the sums in an ordinary task that waits in the queues this
+ * scheduler keeps, where the kernel folds them in load balancing, which is
+ * never late; this is cruder than the average, never stale. (A global
+ * function, so that the verifier walks its loop once, not once per rule
+ * judged.)
  */
-__noinline u32 util_depth_now(u32 llc, u32 width)
+__noinline u32 llc_busy_now(u32 llc, u32 width)
 {
 	struct sisu_stats *st = stats_of(active_policy());
-	u64 busy = 0;
-	u32 i;
+	u32 busy = 0, i;
 
 	if (st)
 		st->stale_depths++;
@@ -352,23 +350,31 @@ __noinline u32 util_depth_now(u32 llc, u32 width)
 		if (c && c->running)
 			busy += SISU_CAPACITY;
 	}
-	return sis_util_nr(busy, width);
+	return busy;
 }
 
 /*
- * SIS_UTIL's depth for @llc, never older than depth_ttl_ns: the published
- * one, or past that bound one derived now.
+ * @llc's load as the depth rules read it, never older than depth_ttl_ns:
+ * the sum userspace published and SIS_UTIL's depth from it, or past that
+ * bound both derived now (llc_busy_now()).
  */
-static __always_inline u32 util_depth(u32 llc)
+static __always_inline void llc_load(u32 llc, struct sisu_llc_load *ld)
 {
 	struct sisu_llc_ctx *lc = llc_ctx(llc);
 	u32 width = width_of(llc);
 
-	if (!lc)
-		return width;
-	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns)
-		return lc->nr_idle_scan;
-	return util_depth_now(llc, width);
+	if (!lc) {
+		ld->sum_util = 0;
+		ld->util_nr = width;
+		return;
+	}
+	if ((s64)(bpf_ktime_get_ns() - lc->published_at) <= (s64)depth_ttl_ns) {
+		ld->sum_util = lc->sum_util;
+		ld->util_nr = lc->nr_idle_scan;
+		return;
+	}
+	ld->sum_util = llc_busy_now(llc, width);
+	ld->util_nr = sis_util_nr(ld->sum_util, width);
 }
 
 /*
@@ -392,14 +398,14 @@ static u32 rule_of(u32 pol, u32 llc)
  * The depth rule @pol sets for a scan of @llc (depth.h's rule_depth(), the
  * one place a rule's depth is defined). @b is the SIS_PROP books it spends
  * (the waking CPU's, already aged), NULL where SIS_PROP does not limit the
- * scan; @util_nr is SIS_UTIL's depth, read once per scan (util_depth()).
- * Pure: the shadow rules call it too, each with its books.
+ * scan; @ld is the LLC's load, read once per scan (llc_load()). Pure: the
+ * shadow rules call it too, each with its books.
  */
 static __always_inline void policy_depth(u32 pol, u32 llc, bool idle_core,
-					 const struct sisu_prop_books *b, u32 util_nr,
-					 struct depth *d)
+					 const struct sisu_prop_books *b,
+					 const struct sisu_llc_load *ld, struct depth *d)
 {
-	rule_depth(pol, width_of(llc), cfg.small_llc, idle_core, b, util_nr, d);
+	rule_depth(pol, width_of(llc), cfg.small_llc, idle_core, b, ld, d);
 }
 
 /* The books of @c that @book names, aged to now; NULL without a record. */
@@ -469,7 +475,7 @@ __noinline void judge_shadows(struct task_struct *p __arg_trusted, struct verdic
 	bpf_for(r, 0, SISU_NR_POLICIES) {
 		if (!(v->rules & (1U << r)))
 			continue;
-		policy_depth(r, llc, v->idle_core, sb, v->util_nr, &d);
+		policy_depth(r, llc, v->idle_core, sb, &v->load, &d);
 		v->limit[r] = d.limit;
 		/* A rule that does not scan examines nothing (budget 0). */
 		v->examined[r] = d.scan ? d.budget : 0;
@@ -640,11 +646,12 @@ static __always_inline struct verdicts *shadows_for(s32 target, bool idle_core, 
 	return v;
 }
 
-static __always_inline void shadows_look(struct task_struct *p, struct verdicts *v, u32 util_nr)
+static __always_inline void shadows_look(struct task_struct *p, struct verdicts *v,
+					 const struct sisu_llc_load *ld)
 {
 	if (!v)
 		return;
-	v->util_nr = util_nr;
+	v->load = *ld;
 	if (v->rules)
 		judge_shadows(p, v);
 }
@@ -746,7 +753,8 @@ static __always_inline void scan_seen(struct task_struct *p, u32 pol, u32 rule, 
 static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u32 pol,
 			   struct pick *pk)
 {
-	u32 llc = llc_of(target), rule = rule_of(pol, llc), util_nr = 0;
+	u32 llc = llc_of(target), rule = rule_of(pol, llc);
+	struct sisu_llc_load ld;
 	struct scan sc = { .target = target, .idle_core = idle_core, .claim = true, .found = -1 };
 	struct sisu_prop_books *books = NULL;
 	struct verdicts *v;
@@ -755,10 +763,9 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	u64 t0 = 0, ns = 0;
 
 	v = shadows_for(target, idle_core, pol, llc, pk);
-	/* SIS_UTIL's depth, read once for the active scan and the shadows alike. */
-	if (rule == SISU_POL_UTIL || (v && (v->rules & (1U << SISU_POL_UTIL))))
-		util_nr = util_depth(llc);
-	shadows_look(p, v, util_nr);
+	/* The LLC's load, read once for the active scan and the shadows alike. */
+	llc_load(llc, &ld);
+	shadows_look(p, v, &ld);
 
 	/*
 	 * An active SIS_PROP spends its own books, charged with its scan's
@@ -769,7 +776,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	prop = rule == SISU_POL_PROP && !idle_core;
 	if (prop)
 		books = aged_books(cpu_ctx(bpf_get_smp_processor_id()), SISU_BOOK_ACTIVE);
-	policy_depth(rule, llc, idle_core, books, util_nr, &d);
+	policy_depth(rule, llc, idle_core, books, &ld, &d);
 	timed = stats_on || prop || pk->judged;
 	if (d.scan) {
 		if (timed)
@@ -861,8 +868,13 @@ __noinline void select_idle_sibling(struct task_struct *p __arg_trusted, s32 pre
 	 * SIS_CURRENT, where it is on, may send p to its waker instead; its
 	 * busy test reads SIS_UTIL's depth under the same bound as the scans.
 	 */
-	if (cfg.sis_current && current_pick(p, target, util_depth(llc_of(target)), pk, st))
-		return;
+	if (cfg.sis_current) {
+		struct sisu_llc_load ld;
+
+		llc_load(llc_of(target), &ld);
+		if (current_pick(p, target, ld.util_nr, pk, st))
+			return;
+	}
 	cpu = select_idle_cpu(p, target, idle_core, pol, pk);
 	if (cpu >= 0)
 		pick_idle(pk, cpu, SISU_OUT_SCAN);

@@ -86,7 +86,7 @@ extern const volatile bool stats_on;
 /* Wakeups may target the waker's CPU (see wake_target()). */
 extern const volatile bool wake_affine_on;
 
-/* The oldest published SIS_UTIL depth a scan uses (util_depth()). */
+/* The oldest published LLC load a scan uses (llc_load()). */
 extern const volatile u64 depth_ttl_ns;
 
 /* The scheduler's own process, whose threads run first (own_first()). */
@@ -168,7 +168,7 @@ struct verdicts {
 	u32 rules;			/* in: bits of enum sisu_policy */
 	u32 counted;			/* in: ... of those the statistics count */
 	u32 prop_shift;			/* in: the walk stands for 2^prop_shift scans in SIS_PROP's books */
-	u32 util_nr;			/* in: SIS_UTIL's depth for this scan (util_depth()) */
+	struct sisu_llc_load load;	/* in: the LLC's load for this scan (llc_load()) */
 	u32 found;			/* out: bits of the rules that would have found */
 	bool any;			/* the walk found an idle CPU */
 	u32 walk_examined;		/* CPUs the walk examined */

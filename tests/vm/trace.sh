@@ -27,6 +27,9 @@ rows() {
 	fi
 }
 
+# columns CSV: how many columns its header names.
+columns() { head -1 "$1" | awk -F, '{ print NF }'; }
+
 # whole_csv FILE FIELDS: FILE is there, has a header and rows, ends with
 # its last line whole (a newline), and every record has FIELDS fields,
 # counted as CSV counts them: a quoted field may hold commas, doubled
@@ -272,7 +275,7 @@ ncap=$(rows /tmp/cap/wakeups.csv)
 check "it says it stopped early at its size cap, files whole" grep -q "stopped early, its files whole: its size cap of 1 MB" /tmp/cap.out
 check "and counts its rows ($ncap)" grep -q "^$ncap wakeups on record" /tmp/cap.out
 check "which fill the cap ($(wc -c </tmp/cap/wakeups.csv) bytes)" [ "$(wc -c </tmp/cap/wakeups.csv)" -ge 1048576 ]
-check "and the file is whole" whole_csv /tmp/cap/wakeups.csv 27
+check "and the file is whole" whole_csv /tmp/cap/wakeups.csv "$(columns /tmp/cap/wakeups.csv)"
 $SCHED trace --out /tmp/killed --seconds 3 >/dev/null 2>&1 &
 CL=$!
 sleep 1
@@ -280,10 +283,10 @@ kill -9 $CL
 wait $CL 2>/dev/null
 sleep 4
 check "a killed client's trace ended by itself" grep -q "trace into /tmp/killed: [0-9]* wakeups on record" /tmp/sched.log
-# Whole: there, with rows, its last line ended, every record of the 27
-# columns (a quoted name counted as CSV counts it), and the lab reads it
+# Whole: there, with rows, its last line ended, every record of the
+# header's columns (a quoted name counted as CSV counts it), and the lab reads it
 # (csv refuses a record of another length).
-check "and its file is whole: rows of every column, the last one ended" whole_csv /tmp/killed/wakeups.csv 27
+check "and its file is whole: rows of every column, the last one ended" whole_csv /tmp/killed/wakeups.csv "$(columns /tmp/killed/wakeups.csv)"
 check "and the lab reads it whole" sh -c "$LAB trace-report /tmp/killed >/dev/null 2>&1"
 expect_error 1 "already running" sh -c "$SCHED trace --out /tmp/a --seconds 3 & sleep 1; $SCHED trace --out /tmp/b --seconds 1; r=\$?; wait; exit \$r"
 
