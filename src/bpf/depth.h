@@ -93,6 +93,17 @@ static __always_inline void rule_depth(u32 pol, u32 width, u32 small, bool idle_
 		d->limit = 0;
 		d->scan = false;
 		break;
+	case SISU_POL_FLAT:
+		/*
+		 * scx_cosmos's flat scan below its busy threshold, per LLC:
+		 * under half busy (sum_util < width * SISU_CAPACITY / 2)
+		 * every CPU is examined, as if a miss cost more than the
+		 * scan; from there on SIS_UTIL's limit, which at half busy
+		 * already leaves a third to a half of the LLC unscanned.
+		 */
+		if ((u64)ld->sum_util * 2 >= (u64)width * SISU_CAPACITY)
+			util_limit(width, small, idle_core, ld->util_nr, d);
+		break;
 	default:
 		break;
 	}

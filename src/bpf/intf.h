@@ -63,6 +63,7 @@ typedef signed long long s64;
 	R(PROP, prop, 1, 1, "SIS_PROP (Linux 5.14-6.6): depth from expected idle time vs. scan cost") \
 	R(FULL, full, 1, 1, "Scan the whole LLC, no depth limit")			\
 	R(NONE, none, 1, 0, "Never scan the LLC: only target, prev, recent CPU, SMT sibling") \
+	R(FLAT, flat, 1, 0, "The whole LLC while it is under half busy, SIS_UTIL's depth above") \
 	R(BUILTIN, builtin, 0, 0, "sched_ext's built-in idle selection (scx_bpf_select_cpu_dfl)") \
 	R(AUTO, auto, 0, 0, "Per LLC, util, prop or full: whichever the shadow measures to pay best")
 
