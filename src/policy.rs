@@ -485,6 +485,34 @@ mod rule_depth_tests {
     }
 
     #[test]
+    fn flat_scans_all_below_half_busy_and_as_util_above() {
+        // 8 CPUs, half busy at 4096; util's depth is what the sum gives.
+        let at = |sum: u32, core: bool| {
+            let nr = super::nr_idle_scan(sum as u64, 8) as u32;
+            (
+                depth_at(Policy::Flat, 8, 0, core, None, sum, nr),
+                depth_at(Policy::Util, 8, 0, core, None, sum, nr),
+            )
+        };
+        let (flat, util) = at(4095, false);
+        assert_eq!(flat, d(8, ALL, true));
+        assert!(util.budget < 8, "{util:?}");
+        let (flat, util) = at(4096, false);
+        assert_eq!(flat, util);
+        assert!(flat.budget < 8, "{flat:?}");
+        // Near saturation both stop, idle core or not.
+        let (flat, util) = at(8 * 1000, true);
+        assert_eq!(flat, util);
+        assert!(!flat.scan);
+        // The small-LLC rule applies above the threshold as for util.
+        let nr = super::nr_idle_scan(3000, 4) as u32;
+        assert_eq!(
+            depth_at(Policy::Flat, 4, 4, false, None, 3000, nr),
+            d(4, 4, true)
+        );
+    }
+
+    #[test]
     fn prop_spends_its_books_and_examines_one_less() {
         let b = sisu_prop_books {
             wake_avg_idle: 4_000,

@@ -1,7 +1,8 @@
 # Switching policies at run time (2 LLCs x 4 CPUs) while hackbench runs:
 # after each switch the scheduler reports the new policy and behaves as it
 # should (none never scans, full scans up to the LLC width, prop's depth is
-# never below 4, builtin uses sched_ext's own selection), sched_ext's
+# never below 4, builtin uses sched_ext's own selection; at light load flat
+# scans the whole LLC where util does not), sched_ext's
 # enable_seq does not change, only root may switch, and nothing is left
 # behind, also after SIGKILL.
 # shape: 2x4
@@ -129,6 +130,36 @@ scans=$(get scans "$s")
 log "util, a busy CPU 0 and a ping-pong on CPUs 0-1: scans $scans, limit histogram: $*"
 check "the ping-pong's wakeups scanned (at least 5000 of its about 10,000)" [ "$scans" -ge 5000 ]
 check "and util allowed a scan in most of them (none never does)" [ $(($1 * 2)) -lt "$scans" ]
+
+# The same load without the small-LLC rule: util's depth at about 30% busy
+# is 2 or 3 of 4, flat's the whole LLC (it is under half busy). Switch
+# counts above are done with, so these switches are not counted there.
+ping_pong_limits() {
+	taskset -c 0 sh -c 'while :; do :; done' &
+	_spin=$!
+	sleep 1
+	$SCHED reset-stats >/dev/null
+	taskset -c 0-1 perf bench sched pipe -l 3000 >/dev/null 2>&1
+	kill $_spin
+	wait $_spin 2>/dev/null
+	_s=$($SCHED stats --json)
+	limits="$(get scans "$_s") $(get limit "$_s")"
+}
+# mostly_at_width SCANS LIMIT-HISTOGRAM...: more than half the scans (of
+# at least 3000) had the LLC's width as their limit (the last slot).
+mostly_at_width() { [ "$1" -ge 3000 ] && [ $(($6 * 2)) -gt "$1" ]; }
+mostly_below() { [ "$1" -ge 3000 ] && [ $(($6 * 2)) -lt "$1" ]; }
+check "set small-llc off" $SCHED set small-llc off
+ping_pong_limits
+set -- $limits
+log "util, small-llc off, the same ping-pong: scans $1, limit histogram: $2 $3 $4 $5 $6"
+check "util limited most scans below the LLC's 4 CPUs" mostly_below "$@"
+check "set policy flat" $SCHED set policy flat
+ping_pong_limits
+set -- $limits
+log "flat, the same ping-pong: scans $1, limit histogram: $2 $3 $4 $5 $6"
+check "flat scanned the whole LLC in most scans" mostly_at_width "$@"
+check "set policy util" $SCHED set policy util
 
 # Read while nothing runs: under load the two sets of counters are read a
 # few syscalls apart, and the reader can wait its turn in between.
