@@ -27,8 +27,9 @@ pub enum Preset {
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchOpts {
-    /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, util,
-    /// prop, full, none, builtin, auto, util-small[=N]; a policy arm with
+    /// Arms, the first being the baseline: eevdf, eevdf-nosisutil, any
+    /// policy of scx_sisutil (util, prop, full, ...: `scx_sisutil --help`
+    /// lists them), util-small[=N]; a policy arm with
     /// +cache (util+cache) runs with SIS_CACHE, with +current with
     /// SIS_CURRENT, with +traceN with one wakeup in N on record during
     /// every measured run (the last iteration's trace of each point is kept
