@@ -10,7 +10,7 @@
 #   scripts/cost.sh [--shape 2x4] [--rounds 3] [--workload CMD] [--out DIR]
 #                   [--add SRC[:DST]]... [NAME=ARGS ...]
 #
-# Default arms: util, util-nostats, prop, full, none, builtin. TCG timing is
+# Default arms: util, util-detail, util-nostats, prop, full, none, builtin. TCG timing is
 # not native timing: compare arms with each other, not with other machines.
 # DIR (default runs/<date>-<shape>-cost) gets the guest's RESULT lines
 # (runs.txt) and the table as Markdown (summary.md), which docs quote.
@@ -40,7 +40,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "cost.sh: --rounds wants a positive number" >&2; exit 2; }
 if ((${#ARMS[@]} == 0)); then
-	ARMS=("util=--policy util" "util-nostats=--policy util --no-scan-stats"
+	ARMS=("util=--policy util" "util-detail=--policy util --detail-stats"
+		"util-nostats=--policy util --no-scan-stats"
 		"prop=--policy prop" "full=--policy full" "none=--policy none"
 		"builtin=--policy builtin")
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds scx_sisutil, boots the Debian sched_ext kernel in QEMU and runs the
 # scheduler there under hackbench and tbench, printing its scan statistics
-# (the review thread's tables) after each, then unloads it.
+# (the review thread's tables: --detail-stats) after each, then unloads it.
 #
 #   scripts/demo.sh [--shape 2x4] [--policy util] [--shadow prop] [-- SCHEDULER-ARGS...]
 #
@@ -13,11 +13,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$ROOT/scripts/lib/target-dir.sh"
 cd "$ROOT"
 SHAPE=2x4
-ARGS=(--policy util)
+POLICY=util
+ARGS=(--detail-stats)
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--shape) SHAPE=$2; shift 2 ;;
-	--policy) ARGS+=(--policy "$2"); shift 2 ;;
+	--policy) POLICY=$2; shift 2 ;;
 	--shadow) ARGS+=(--shadow "$2"); shift 2 ;;
 	-h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	--) shift; ARGS+=("$@"); break ;;
@@ -31,7 +32,7 @@ fi
 cargo build --release --locked --workspace
 
 exec scripts/vm.sh --shape "$SHAPE" -- "
-scx_sisutil ${ARGS[*]} 2>/tmp/sched.log &
+scx_sisutil --policy $POLICY ${ARGS[*]} 2>/tmp/sched.log &
 pid=\$!
 i=0
 while [ \"\$(cat /sys/kernel/sched_ext/state)\" != enabled ]; do

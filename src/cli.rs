@@ -102,6 +102,14 @@ pub struct RunOpts {
     #[arg(long)]
     pub no_scan_stats: bool,
 
+    /// Count the statistics' costly part too: whether an idle CPU existed
+    /// when a scan missed (the found-rates and the review's tables), scan
+    /// times, each wakeup's wait to its first run, and found CPUs taken
+    /// before their task ran. Costs select_cpu about a fifth of its time,
+    /// so it is off by default; the shadow rules need it
+    #[arg(long)]
+    pub detail_stats: bool,
+
     /// Always wake tasks towards their previous CPU, never the waker's
     /// (to measure what wake-affine placement brings)
     #[arg(long)]
@@ -287,6 +295,7 @@ impl RunOpts {
             interval: Duration::from_millis(self.interval_ms),
             slice: Duration::from_micros(self.slice_us),
             scan_stats: !self.no_scan_stats,
+            detail_stats: self.detail_stats,
             wake_affine: !self.no_wake_affine,
             bpf_stats: self.bpf_stats,
             verbose: self.verbose,
@@ -313,6 +322,7 @@ mod tests {
         assert_eq!(s.settings.policy, Policy::Util);
         assert_eq!(s.interval, Duration::from_millis(16));
         assert!(s.scan_stats);
+        assert!(!s.detail_stats);
         assert!(o.cmd.is_none());
     }
 
@@ -344,13 +354,25 @@ mod tests {
         assert!(parse(&["--shadow", "builtin"]).is_err());
         let o = parse(&["--shadow", "prop", "--no-scan-stats"]).unwrap();
         assert!(o.run.config().is_err());
+        // The shadow rules are counted by the detailed statistics alone.
         let o = parse(&["--shadow", "prop", "--small-llc", "16"]).unwrap();
+        assert!(o.run.config().unwrap_err().contains("--detail-stats"));
+        let o = parse(&["--detail-stats", "--no-scan-stats"]).unwrap();
+        assert!(o.run.config().unwrap_err().contains("--no-scan-stats"));
+        let o = parse(&["--detail-stats", "--shadow", "prop", "--small-llc", "16"]).unwrap();
         assert!(o.run.config().is_ok());
         // A rule beside itself keeps its own state: allowed.
-        let o = parse(&["--policy", "prop", "--shadow", "prop,full"]).unwrap();
+        let o = parse(&[
+            "--detail-stats",
+            "--policy",
+            "prop",
+            "--shadow",
+            "prop,full",
+        ])
+        .unwrap();
         let s = o.run.config().unwrap();
         assert_eq!(s.settings.shadow.to_string(), "prop,full");
-        let o = parse(&["--shadow", "all"]).unwrap();
+        let o = parse(&["--detail-stats", "--shadow", "all"]).unwrap();
         assert_eq!(o.run.config().unwrap().settings.shadow, Shadow::all());
         assert!(parse(&[])
             .unwrap()

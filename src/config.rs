@@ -18,6 +18,8 @@ pub struct Config {
     pub interval: Duration,
     pub slice: Duration,
     pub scan_stats: bool,
+    /// The statistics' costly part (--detail-stats).
+    pub detail_stats: bool,
     pub wake_affine: bool,
     pub bpf_stats: bool,
     pub verbose: bool,
@@ -27,12 +29,21 @@ pub struct Config {
 
 impl Config {
     /// Why @settings cannot run under this start's options, if they
-    /// cannot: the shadow rules are judged by the scan statistics' walk,
-    /// which a start without them has not got.
+    /// cannot: the shadow rules are counted against what the active scan
+    /// found where an idle CPU existed, which only the detailed statistics
+    /// look for.
     pub fn admits(&self, settings: &Settings) -> Result<(), String> {
         settings.check()?;
+        if self.detail_stats && !self.scan_stats {
+            return Err("--detail-stats needs the scan statistics (drop --no-scan-stats)".into());
+        }
         if !settings.shadow.is_empty() && !self.scan_stats {
             return Err("the shadow rules need the scan statistics (drop --no-scan-stats)".into());
+        }
+        if !settings.shadow.is_empty() && !self.detail_stats {
+            return Err(
+                "the shadow rules need the detailed statistics (start with --detail-stats)".into(),
+            );
         }
         Ok(())
     }
@@ -43,13 +54,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_shadow_needs_the_scan_statistics() {
+    fn a_shadow_needs_the_detailed_scan_statistics() {
         let mut c = Config {
             settings: Settings::default(),
             migration_cost: None,
             interval: Duration::from_millis(16),
             slice: Duration::from_millis(3),
             scan_stats: false,
+            detail_stats: false,
             wake_affine: true,
             bpf_stats: false,
             verbose: false,
@@ -63,6 +75,11 @@ mod tests {
         };
         assert!(c.admits(&shadowed).unwrap_err().contains("--no-scan-stats"));
         c.scan_stats = true;
+        assert!(c.admits(&shadowed).unwrap_err().contains("--detail-stats"));
+        c.detail_stats = true;
         assert!(c.admits(&shadowed).is_ok());
+        c.scan_stats = false;
+        let plain = Settings::default();
+        assert!(c.admits(&plain).unwrap_err().contains("--no-scan-stats"));
     }
 }

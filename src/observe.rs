@@ -328,6 +328,7 @@ impl<'a> Observer<'a> {
             topology: self.layout.describe(),
             depth_ttl_ms: 0,
             handback: false,
+            lean: false,
             sis_cache: false,
             sis_current: false,
             llcs: self.llc_metrics(&self.llc_scans()?),

@@ -195,7 +195,7 @@ impl<'a> Scheduler<'a> {
             baseline_llc: Vec::new(),
             baseline_rules: Vec::new(),
             _bpf_stats: bpf_stats,
-            handback: s.scan_stats
+            handback: s.detail_stats
                 && compat::read_enum("scx_enq_flags", "SCX_ENQ_IMMED").unwrap_or(0) != 0,
             counting_since: Instant::now(),
             config: s.clone(),
@@ -487,6 +487,7 @@ impl<'a> Scheduler<'a> {
             depth_ttl_ms: (self.timeliness.interval() * timeliness::DEPTH_TTL_INTERVALS).as_millis()
                 as u64,
             handback: self.handback,
+            lean: !self.config.detail_stats,
             sis_cache: self.status.settings.sis_cache,
             sis_current: self.status.settings.sis_current,
             llcs: self.llc_metrics(&llc_scans),
@@ -692,6 +693,7 @@ fn publish_topology(skel: &mut crate::bpf_skel::OpenBpfSkel, l: &Layout, s: &Con
         None => migration_cost_ns(),
     };
     rodata.stats_on = s.scan_stats;
+    rodata.detail_on = s.detail_stats;
     rodata.wake_affine_on = s.wake_affine;
     rodata.depth_ttl_ns = (s.interval * timeliness::DEPTH_TTL_INTERVALS).as_nanos() as u64;
     rodata.own_tgid = std::process::id();

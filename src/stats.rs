@@ -187,6 +187,8 @@ pub struct Context {
     pub topology: String,
     /// Whether the kernel reports a found CPU taken (the taken counters).
     pub handback: bool,
+    /// Whether only what scans did was counted (no --detail-stats).
+    pub lean: bool,
     /// Whether SIS_CACHE is on.
     pub sis_cache: bool,
     /// Whether SIS_CURRENT is on.
@@ -315,6 +317,7 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         wake_busy: out(bpf_intf::sisu_outcome_SISU_OUT_BUSY),
         wake_fork: out(bpf_intf::sisu_outcome_SISU_OUT_FORK),
         found_checked: ctx.handback as u64,
+        lean: ctx.lean as u64,
         sis_cache: ctx.sis_cache as u64,
         cache_kept: s.cache_kept,
         cache_skipped: s.cache_skipped,
@@ -411,6 +414,7 @@ pub mod tests {
             topology: "test".into(),
             depth_ttl_ms: 64,
             handback: true,
+            lean: false,
             sis_cache: false,
             sis_current: false,
             llcs: widths

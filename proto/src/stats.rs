@@ -332,6 +332,10 @@ pub struct Metrics {
     pub wake_fork: u64,
     #[stat(desc = "1 if the kernel says when a CPU found idle was taken (SCX_ENQ_IMMED), else 0")]
     pub found_checked: u64,
+    #[stat(
+        desc = "1 if only what scans did was counted, not what they missed, their time, waits or hand-backs (no --detail-stats), else 0"
+    )]
+    pub lean: u64,
     #[stat(desc = "Wakeups sent to a CPU found idle (all but the busy ones)")]
     pub found_placed: u64,
     #[stat(desc = "... whose CPU was no longer free when the task got there")]

@@ -38,6 +38,9 @@ impl Metrics {
     /// How many CPUs found idle were still free when their task got there:
     /// the kernel's word against the idle mask's.
     pub fn taken_line(&self) -> String {
+        if self.lean > 0 {
+            return "found CPUs taken before their task got there: not counted (start with --detail-stats)".into();
+        }
         if self.found_checked == 0 {
             return "found CPUs taken before their task got there: not known (the kernel lacks SCX_ENQ_IMMED, or statistics are off)".into();
         }
@@ -150,16 +153,26 @@ impl Metrics {
                 shares.join(", ")
             )?;
         }
-        write!(
-            w,
-            "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns, {:.0} ns per CPU examined",
-            self.scans,
-            self.core_scans,
-            self.found_rate(),
-            self.scan_ns,
-            self.scan_ns_mean,
-            self.scan_ns_per_cpu
-        )?;
+        if self.lean > 0 {
+            write!(
+                w,
+                "scans {} (idle-core {}): found one in {:.1}% | whether one existed when they missed, and scan time: not counted (start with --detail-stats)",
+                self.scans,
+                self.core_scans,
+                100.0 * ratio(self.wake_scan, self.scans)
+            )?;
+        } else {
+            write!(
+                w,
+                "scans {} (idle-core {}): found {:.1}% when an idle CPU existed | scan time total {} ns, mean {:.0} ns, {:.0} ns per CPU examined",
+                self.scans,
+                self.core_scans,
+                self.found_rate(),
+                self.scan_ns,
+                self.scan_ns_mean,
+                self.scan_ns_per_cpu
+            )?;
+        }
         if self.shadow_scan_ns > 0 {
             write!(
                 w,
@@ -176,7 +189,7 @@ impl Metrics {
                 .collect();
             writeln!(w, "BPF ns per call: {}", ops.join(", "))?;
         }
-        writeln!(w, "{}", llc_table(self.llcs.values()))?;
+        writeln!(w, "{}", llc_table(self.llcs.values(), self.lean > 0))?;
         if !self.waits.is_empty() {
             writeln!(w, "{}", self.waits_table())?;
         }
@@ -228,7 +241,12 @@ impl Metrics {
     /// matrix against the active policy (and every other pair on a line
     /// each), "CPU Searched | Count".
     pub fn review_tables(&self) -> String {
-        let mut out = vec![self.found_table()];
+        // Lean statistics do not know whether a missed scan had one to find.
+        let mut out = if self.lean > 0 {
+            vec![]
+        } else {
+            vec![self.found_table()]
+        };
         if !self.rules.is_empty() {
             out.push(self.rules_table());
             for rule in self.rules.keys() {
@@ -410,7 +428,8 @@ fn matrix(a: &str, b: &str, p: &crate::stats::PairMetrics) -> String {
     box_table(&["Idle CPU in LLC", &a, &b, "Count"], &rows)
 }
 
-fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
+/// @lean: found % and waits were not counted (no --detail-stats).
+fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone, lean: bool) -> String {
     // SIS_PROP's shadow books, where SIS_PROP is judged in the shadow; the
     // adaptive rule's choice and its prices, where it is the policy.
     let shadow_books = llcs.clone().any(|l| l.shadow_prop_avg_scan_cost_ns > 0);
@@ -424,14 +443,22 @@ fn llc_table<'a>(llcs: impl Iterator<Item = &'a LlcMetrics> + Clone) -> String {
                 l.nr_idle_scan.to_string(),
                 l.has_idle_cores.to_string(),
                 l.scanned.to_string(),
-                format!("{:.1}", l.found_pct),
+                if lean {
+                    "-".into()
+                } else {
+                    format!("{:.1}", l.found_pct)
+                },
                 l.prop_avg_scan_cost_ns.to_string(),
                 l.prop_wake_avg_idle_ns.to_string(),
             ];
             if shadow_books {
                 row.push(l.shadow_prop_avg_scan_cost_ns.to_string());
             }
-            row.push(format!("{:.1}/{:.1}", l.missed_wait_us, l.found_wait_us));
+            row.push(if lean {
+                "-".into()
+            } else {
+                format!("{:.1}/{:.1}", l.missed_wait_us, l.found_wait_us)
+            });
             if auto {
                 let gains: Vec<String> = l.auto_gain_ns.iter().map(|g| format!("{g:.0}")).collect();
                 row.push(format!("{} ({})", l.auto_rule, l.auto_switches));
@@ -592,6 +619,31 @@ mod tests {
         };
         assert!(text("util").contains("found CPUs taken"));
         assert!(!text(crate::stats::KERNEL).contains("found CPUs taken"));
+    }
+
+    #[test]
+    fn lean_statistics_say_what_they_do_not_count() {
+        let m = Metrics {
+            policy: "util".into(),
+            lean: 1,
+            scans: 10,
+            wake_scan: 4,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        m.format(&mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.contains("scans 10 (idle-core 0): found one in 40.0%"),
+            "{t}"
+        );
+        assert!(
+            t.contains("taken before their task got there: not counted"),
+            "{t}"
+        );
+        // No found-rate, no matrix of what was there to find.
+        assert!(!t.contains("when an idle CPU existed"), "{t}");
+        assert!(!t.contains("Idle CPU in LLC"), "{t}");
     }
 
     #[test]

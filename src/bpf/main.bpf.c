@@ -62,6 +62,7 @@ const volatile u32 pkg_width[SISU_MAX_LLCS];
 const volatile u64 slice_ns = 3000000;
 const volatile u64 migration_cost_ns = 500000;
 const volatile bool stats_on = true;
+const volatile bool detail_on;
 const volatile bool wake_affine_on = true;
 const volatile u64 depth_ttl_ns = 64000000;
 const volatile u32 own_tgid;

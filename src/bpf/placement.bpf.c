@@ -656,6 +656,21 @@ static __always_inline void shadows_look(struct task_struct *p, struct verdicts 
 		judge_shadows(p, v);
 }
 
+/* What a scan did, whatever it missed: its depth, the CPUs it examined. */
+static __always_inline void scan_did(struct sisu_stats *st, const struct scan *sc,
+				     const struct depth *d)
+{
+	st->scans++;
+	st->scan_examined += sc->examined;
+	if (sc->idle_core)
+		st->core_scans++;
+	hist_add(st->examined, sc->examined);
+	hist_add(st->limit, d->limit);
+	st->cache_skipped += sc->skipped;
+	if (sc->fell_back)
+		st->cache_fallback++;
+}
+
 /*
  * What the scan of @llc did, counted: per policy, per LLC, the shadows
  * against it, and for the adaptive rule its candidates' verdicts.
@@ -676,6 +691,17 @@ static __always_inline void scan_seen(struct task_struct *p, u32 pol, u32 rule, 
 	}
 	if (!st && !adaptive)
 		return;
+	/*
+	 * Without the detail, what the scan did, not what it missed (a
+	 * trace records that, and pays for it while it runs).
+	 */
+	if (st && !detail_on && !adaptive && !cfg.trace_every) {
+		ls = bpf_map_lookup_elem(&llc_scans, &llc);
+		if (ls)
+			ls->scans++;
+		scan_did(st, sc, d);
+		return;
+	}
 	/*
 	 * Without statistics the adaptive rule weighs its judged scans alone
 	 * (all of them while a trace times every wait: their kinds go into
@@ -731,16 +757,8 @@ static __always_inline void scan_seen(struct task_struct *p, u32 pol, u32 rule, 
 		if (n)
 			(*n)++;
 	}
-	st->scans++;
+	scan_did(st, sc, d);
 	st->scan_ns += ns;
-	st->scan_examined += sc->examined;
-	if (sc->idle_core)
-		st->core_scans++;
-	hist_add(st->examined, sc->examined);
-	hist_add(st->limit, d->limit);
-	st->cache_skipped += sc->skipped;
-	if (sc->fell_back)
-		st->cache_fallback++;
 	matrix_add(st->found, existed, found);
 	if (v && v->counted)
 		count_shadows(st, v, existed, found);
@@ -777,7 +795,7 @@ static s32 select_idle_cpu(struct task_struct *p, s32 target, bool idle_core, u3
 	if (prop)
 		books = aged_books(cpu_ctx(bpf_get_smp_processor_id()), SISU_BOOK_ACTIVE);
 	policy_depth(rule, llc, idle_core, books, &ld, &d);
-	timed = stats_on || prop || pk->judged;
+	timed = detail_on || prop || pk->judged;
 	if (d.scan) {
 		if (timed)
 			t0 = bpf_ktime_get_ns();
@@ -928,8 +946,8 @@ __hidden void count_wakeup(struct sisu_stats *st, s32 prev, s32 target, const st
 /*
  * The wait from a wakeup's placement to the task's first run, by what the
  * placement found (enum sisu_wait): what a found-rate cannot say is what
- * a miss costs. Timed while the statistics count, and for the scans the
- * adaptive rule judges, which it weighs a find by.
+ * a miss costs. Timed with the detailed statistics (detail_on), and for
+ * the scans the adaptive rule judges, which it weighs a find by.
  */
 __hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s32 prev,
 			s32 target)
@@ -937,7 +955,7 @@ __hidden void note_wake(struct task_struct *p, const struct pick *pk, u32 pol, s
 	struct task_ctx *tctx;
 	u32 kind = SISU_WAIT_IDLE;
 
-	if (!stats_on && !pk->judged && !cfg.trace_every)
+	if (!detail_on && !pk->judged && !cfg.trace_every)
 		return;
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	if (!tctx)
@@ -965,7 +983,7 @@ __hidden void wait_end(struct task_struct *p, u64 now)
 	u32 kind, llc;
 	u64 w;
 
-	if (!stats_on && active_policy() != SISU_POL_AUTO && !cfg.trace_every)
+	if (!detail_on && active_policy() != SISU_POL_AUTO && !cfg.trace_every)
 		return;
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	if (!tctx || !tctx->woke_at)
@@ -1162,7 +1180,7 @@ __hidden u64 note_placed(struct task_struct *p, const struct pick *pk)
 {
 	struct task_ctx *tctx;
 
-	if (!stats_on || !SCX_ENQ_IMMED)
+	if (!detail_on || !SCX_ENQ_IMMED)
 		return 0;
 	tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
 	if (!tctx)

@@ -83,6 +83,16 @@ extern const volatile u64 slice_ns;
 extern const volatile u64 migration_cost_ns;
 extern const volatile bool stats_on;
 
+/*
+ * The statistics' costly part, --detail-stats (implies stats_on): whether
+ * an idle CPU was there to find when a scan missed (a second look at the
+ * LLC), each scan's time, each wakeup's wait to its first run, and the
+ * CPUs taken before the wakee ran (SCX_ENQ_IMMED). Together they cost
+ * select_cpu about a fifth of its time (docs/performance.md), so the
+ * default counts only what a scan did; the lab turns them on.
+ */
+extern const volatile bool detail_on;
+
 /* Wakeups may target the waker's CPU (see wake_target()). */
 extern const volatile bool wake_affine_on;
 

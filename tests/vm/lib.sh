@@ -52,8 +52,19 @@ wait_state() {
 
 # start_sched LOG ARGS...: starts the scheduler in the background (stderr
 # to LOG, stdout to LOG.out) and waits until sched_ext reports it enabled
-# (BPF verification is slow under TCG).
+# (BPF verification is slow under TCG). With the detailed statistics,
+# which most checks read, unless ARGS say otherwise; start_default LOG
+# ARGS... starts it with ARGS alone, as a user would.
 start_sched() {
+	_log=$1
+	shift
+	case " $* " in
+	*" --no-scan-stats "* | *" --detail-stats "*) start_default "$_log" "$@" ;;
+	*) start_default "$_log" --detail-stats "$@" ;;
+	esac
+}
+
+start_default() {
 	_log=$1
 	shift
 	# A large exit dump: if the kernel unloads the scheduler, the log says

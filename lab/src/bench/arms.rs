@@ -491,7 +491,17 @@ impl Machine {
             return Ok(());
         }
         let mut cmd = Command::new(&self.exe);
-        cmd.args(["--policy", "util"]).args(&self.sched_args);
+        cmd.args(["--policy", "util"]);
+        // The report's found-rates, waits and hand-backs are the detailed
+        // statistics', which a run without statistics cannot have.
+        if !self
+            .sched_args
+            .iter()
+            .any(|a| a == "--no-scan-stats" || a == "--detail-stats")
+        {
+            cmd.arg("--detail-stats");
+        }
+        cmd.args(&self.sched_args);
         let child = self.spawn_logged(cmd).context("cannot start scx_sisutil")?;
         self.sched = Some(child);
         let log = self.log.clone();
