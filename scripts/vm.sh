@@ -307,9 +307,9 @@ out=$WORK/out.log
 
 # A TCG guest once stayed silent until its timeout, ten minutes, and then
 # booted again in seconds. One that has not reported its boot within this
-# many seconds (ten times what a boot takes here, more for many vCPUs;
-# SISU_BOOT_WAIT sets it) is taken for dead and may boot again.
-BOOT_WAIT=${SISU_BOOT_WAIT:-$((120 + NCPUS))}
+# many seconds (five times what a boot of a few vCPUs takes here, more for
+# many; SISU_BOOT_WAIT sets it) is taken for dead and may boot again.
+BOOT_WAIT=${SISU_BOOT_WAIT:-$((60 + NCPUS))}
 
 # watch_boot: stops QEMU when the guest has not booted within BOOT_WAIT.
 watch_boot() {
