@@ -124,17 +124,24 @@ wait $hb 2>/dev/null
 # about 10,200 wakeups; under util every limit was the LLC's 4 (small-llc 4,
 # set above, turns any non-zero depth into the whole LLC; without it, 2),
 # under none every limit 0. Half the wakeups scanning is the floor checked.
+# ping_pong_limits LOOPS: that load from fresh counters; $limits gets the
+# scans and the limit histogram.
+ping_pong_limits() {
+	taskset -c 0 sh -c 'while :; do :; done' &
+	_spin=$!
+	sleep 1
+	$SCHED reset-stats >/dev/null
+	taskset -c 0-1 perf bench sched pipe -l "$1" >/dev/null 2>&1
+	kill $_spin
+	wait $_spin 2>/dev/null
+	_s=$($SCHED stats --json)
+	limits="$(get scans "$_s") $(get limit "$_s")"
+}
 log "util below saturation"
-taskset -c 0 sh -c 'while :; do :; done' &
-spin=$!
-sleep 1
-$SCHED reset-stats >/dev/null
-taskset -c 0-1 perf bench sched pipe -l 5000 >/dev/null 2>&1
-kill $spin
-wait $spin 2>/dev/null
-s=$($SCHED stats --json)
-set -- $(get limit "$s")
-scans=$(get scans "$s")
+ping_pong_limits 5000
+set -- $limits
+scans=$1
+shift
 log "util, a busy CPU 0 and a ping-pong on CPUs 0-1: scans $scans, limit histogram: $*"
 check "the ping-pong's wakeups scanned (at least 5000 of its about 10,000)" [ "$scans" -ge 5000 ]
 check "and util allowed a scan in most of them (none never does)" [ $(($1 * 2)) -lt "$scans" ]
@@ -142,28 +149,17 @@ check "and util allowed a scan in most of them (none never does)" [ $(($1 * 2)) 
 # The same load without the small-LLC rule: util's depth at about 30% busy
 # is 2 or 3 of 4, flat's the whole LLC (it is under half busy). Switch
 # counts above are done with, so these switches are not counted there.
-ping_pong_limits() {
-	taskset -c 0 sh -c 'while :; do :; done' &
-	_spin=$!
-	sleep 1
-	$SCHED reset-stats >/dev/null
-	taskset -c 0-1 perf bench sched pipe -l 3000 >/dev/null 2>&1
-	kill $_spin
-	wait $_spin 2>/dev/null
-	_s=$($SCHED stats --json)
-	limits="$(get scans "$_s") $(get limit "$_s")"
-}
 # mostly_at_width SCANS LIMIT-HISTOGRAM...: more than half the scans (of
 # at least 3000) had the LLC's width as their limit (the last slot).
 mostly_at_width() { [ "$1" -ge 3000 ] && [ $(($6 * 2)) -gt "$1" ]; }
 mostly_below() { [ "$1" -ge 3000 ] && [ $(($6 * 2)) -lt "$1" ]; }
 check "set small-llc off" $SCHED set small-llc off
-ping_pong_limits
+ping_pong_limits 3000
 set -- $limits
 log "util, small-llc off, the same ping-pong: scans $1, limit histogram: $2 $3 $4 $5 $6"
 check "util limited most scans below the LLC's 4 CPUs" mostly_below "$@"
 check "set policy flat" $SCHED set policy flat
-ping_pong_limits
+ping_pong_limits 3000
 set -- $limits
 log "flat, the same ping-pong: scans $1, limit histogram: $2 $3 $4 $5 $6"
 check "flat scanned the whole LLC in most scans" mostly_at_width "$@"
