@@ -329,6 +329,7 @@ impl<'a> Observer<'a> {
             depth_ttl_ms: 0,
             handback: false,
             lean: false,
+            stats_off: false,
             sis_cache: false,
             sis_current: false,
             llcs: self.llc_metrics(&self.llc_scans()?),

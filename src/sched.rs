@@ -488,6 +488,7 @@ impl<'a> Scheduler<'a> {
                 as u64,
             handback: self.handback,
             lean: !self.config.detail_stats,
+            stats_off: !self.config.scan_stats,
             sis_cache: self.status.settings.sis_cache,
             sis_current: self.status.settings.sis_current,
             llcs: self.llc_metrics(&llc_scans),

@@ -189,6 +189,8 @@ pub struct Context {
     pub handback: bool,
     /// Whether only what scans did was counted (no --detail-stats).
     pub lean: bool,
+    /// Whether scans were not counted at all (--no-scan-stats).
+    pub stats_off: bool,
     /// Whether SIS_CACHE is on.
     pub sis_cache: bool,
     /// Whether SIS_CURRENT is on.
@@ -318,6 +320,7 @@ pub fn metrics(c: &Counters, rules: &[(Policy, RuleCounters)], ctx: Context) -> 
         wake_fork: out(bpf_intf::sisu_outcome_SISU_OUT_FORK),
         found_checked: ctx.handback as u64,
         lean: ctx.lean as u64,
+        stats_off: ctx.stats_off as u64,
         sis_cache: ctx.sis_cache as u64,
         cache_kept: s.cache_kept,
         cache_skipped: s.cache_skipped,
@@ -415,6 +418,7 @@ pub mod tests {
             depth_ttl_ms: 64,
             handback: true,
             lean: false,
+            stats_off: false,
             sis_cache: false,
             sis_current: false,
             llcs: widths

@@ -336,6 +336,8 @@ pub struct Metrics {
         desc = "1 if only what scans did was counted, not what they missed, their time, waits or hand-backs (no --detail-stats), else 0"
     )]
     pub lean: u64,
+    #[stat(desc = "1 if scans were not counted at all (--no-scan-stats), else 0")]
+    pub stats_off: u64,
     #[stat(desc = "Wakeups sent to a CPU found idle (all but the busy ones)")]
     pub found_placed: u64,
     #[stat(desc = "... whose CPU was no longer free when the task got there")]

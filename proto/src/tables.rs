@@ -39,10 +39,13 @@ impl Metrics {
     /// the kernel's word against the idle mask's.
     pub fn taken_line(&self) -> String {
         if self.lean > 0 {
-            return "found CPUs taken before their task got there: not counted (start with --detail-stats)".into();
+            return format!(
+                "found CPUs taken before their task got there: {}",
+                self.not_counted()
+            );
         }
         if self.found_checked == 0 {
-            return "found CPUs taken before their task got there: not known (the kernel lacks SCX_ENQ_IMMED, or statistics are off)".into();
+            return "found CPUs taken before their task got there: not known (the kernel lacks SCX_ENQ_IMMED)".into();
         }
         format!(
             "found CPUs taken before their task got there: {} of {} ({:.2}%), of the scan's {} of {} ({:.2}%): found {:.1}% by the idle mask, {:.1}% still free",
@@ -55,6 +58,16 @@ impl Metrics {
             self.found_rate(),
             self.free_found_rate()
         )
+    }
+
+    /// Why a figure the lean statistics leave out is missing, and how to
+    /// get it: --detail-stats cannot be added to --no-scan-stats.
+    fn not_counted(&self) -> &'static str {
+        if self.stats_off > 0 {
+            "not counted (statistics are off: --no-scan-stats)"
+        } else {
+            "not counted (start with --detail-stats)"
+        }
     }
 
     pub fn format<W: Write>(&self, w: &mut W) -> Result<()> {
@@ -156,10 +169,11 @@ impl Metrics {
         if self.lean > 0 {
             write!(
                 w,
-                "scans {} (idle-core {}): found one in {:.1}% | whether one existed when they missed, and scan time: not counted (start with --detail-stats)",
+                "scans {} (idle-core {}): found one in {:.1}% | whether one existed when they missed, and scan time: {}",
                 self.scans,
                 self.core_scans,
-                100.0 * ratio(self.wake_scan, self.scans)
+                100.0 * ratio(self.wake_scan, self.scans),
+                self.not_counted()
             )?;
         } else {
             write!(
@@ -644,6 +658,13 @@ mod tests {
         // No found-rate, no matrix of what was there to find.
         assert!(!t.contains("when an idle CPU existed"), "{t}");
         assert!(!t.contains("Idle CPU in LLC"), "{t}");
+        // With statistics off, --detail-stats is not the way to them.
+        let off = Metrics { stats_off: 1, ..m };
+        let mut out = Vec::new();
+        off.format(&mut out).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(t.contains("not counted (statistics are off"), "{t}");
+        assert!(!t.contains("start with --detail-stats"), "{t}");
     }
 
     #[test]

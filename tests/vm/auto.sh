@@ -208,6 +208,10 @@ check "LLC 1 measured its gains from judged scans alone ($(llc 1 auto_judged "$s
 	[ -n "$g1" ]
 check "each LLC's rule is the candidate its own gains rank first" follows_gains "$s" 0 1
 check "the saturated LLC scans with util's depth" [ "$(llc 0 auto_rule "$s")" = util ]
+check "the record says statistics are off" [ "$(get stats_off "$s")" = 1 ]
+$SCHED stats >/tmp/auto-nostats.txt
+check "and the report does not send to --detail-stats" \
+	sh -c 'grep -q "not counted (statistics are off" /tmp/auto-nostats.txt && ! grep -q "start with --detail-stats" /tmp/auto-nostats.txt'
 stop_sched INT
 check "exit code 0" [ "$SCHED_RC" -eq 0 ]
 
