@@ -22,6 +22,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 use clap::{Parser, Subcommand};
 use sisutil_proto::console;
+use sisutil_proto::policy::Policy;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -93,6 +94,13 @@ enum Cmd {
     /// Print values of a JSON document (`scx_sisutil stats --json`, a
     /// results file) by path, e.g. `llcs.0.found`: for scripts
     Get(get::GetOpts),
+    /// Print the scheduler's policies (the values of its --policy), one
+    /// per line: for scripts that go through every rule
+    Rules {
+        /// Only those that can be judged in the shadow (--shadow's values)
+        #[arg(long)]
+        shadow: bool,
+    },
     /// Print a VM shape's numbers (scripts/vm.sh's grammar: LxC[xT] or
     /// SsLlCc[Tt][-npsN]) as shell assignments
     Shape { shape: String },
@@ -149,6 +157,12 @@ fn run(cmd: Cmd) -> Result<()> {
         }
         Cmd::Docs { files, update } => bench::cite::docs(&files, update),
         Cmd::Get(o) => get::main(&o),
+        Cmd::Rules { shadow } => {
+            for p in Policy::ALL.iter().filter(|p| !shadow || p.can_shadow()) {
+                println!("{p}");
+            }
+            Ok(())
+        }
         Cmd::Shape { shape } => shape::main(&shape),
         Cmd::TraceReport { dir } => trace::main(&dir),
         Cmd::CostSummary { runs } => cost::main(&runs),

@@ -121,6 +121,13 @@ expect_error() {
 	fi
 }
 
+# policies: every policy of the scheduler, one per line, as its --policy
+# takes them; a test that goes through the rules reads them here, so a
+# rule added to the scheduler is tested without editing the test.
+policies() {
+	$LAB rules
+}
+
 # get PATH JSON: the value at PATH of the JSON document, read by the lab:
 # keys and array indexes joined by dots (scans, llcs.0.found,
 # rules.prop.judged, pairs.util/full.first_only, limit.0), `*` for every

@@ -28,7 +28,7 @@ s=$($SCHED stats --json)
 log "core scans: $(get core_scans "$s") of $(get scans "$s"); smt: $(get wake_smt "$s")"
 check "scans looked for whole idle cores" [ "$(get core_scans "$s")" -gt 0 ]
 
-for p in prop full none builtin util; do
+for p in $(policies); do
 	check "switched to $p" switch_to $p
 	hackbench -g 2 -l 300 >/tmp/hb.log 2>&1
 	check "hackbench under $p completed" grep -q '^Time:' /tmp/hb.log

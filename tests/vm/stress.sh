@@ -39,7 +39,7 @@ tbench_srv >/dev/null 2>&1 &
 srv=$!
 check "loads" start_sched /tmp/sched.log --policy util
 
-for p in ${STRESS_POLICIES:-util prop full none builtin}; do
+for p in ${STRESS_POLICIES:-$(policies)}; do
 	log "$p under load for ${SECS}s"
 	check "switched to $p" switch_to $p
 	check "tbench finished under $p" load "$SECS"
@@ -54,7 +54,7 @@ log "switching policies every second under load for ${SECS}s"
 (
 	i=0
 	while [ $i -lt "$SECS" ]; do
-		for p in util prop full none builtin; do
+		for p in $(policies); do
 			echo "$p $($SCHED set policy $p 2>&1 | cut -d, -f1)" >>/tmp/switches
 			sleep 1
 			i=$((i + 1))

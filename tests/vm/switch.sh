@@ -60,6 +60,8 @@ hackbench -g 3 -l 10000000 >/dev/null 2>&1 &
 hb=$!
 sleep 2
 
+# The rules whose counters behaves() knows what to expect of; stress.sh and
+# smt.sh go through every rule.
 n=0
 for p in prop full none builtin util; do
 	out=$($SCHED set policy $p 2>&1)
