@@ -404,6 +404,11 @@ pub struct Metrics {
     pub current_idle_left: u64,
     #[stat(desc = "auto: scans it made with each candidate's depth, by rule")]
     pub auto_scans: BTreeMap<String, u64>,
+    // The first shadow rule's matrix and limits (below) are what `pairs`
+    // and `rules` hold for every rule; they stay because results files
+    // written before those maps, and the documents' tables quoting them,
+    // have only these, and the review's tables (active beside one rule)
+    // print them as they are.
     #[stat(desc = "Idle CPU existed: active and (first) shadow rule both found one")]
     pub shadow_both: u64,
     #[stat(desc = "Idle CPU existed: only the active policy found one")]
