@@ -6,9 +6,10 @@
 #
 #   scripts/test.sh [--unit-only | --vm-only] [VM-TEST-NAME...]
 #
-# Last, tests/readme.sh runs the README's two commands in its order (the
-# name "readme" picks it alone). Kernel console logs of the VM tests land
-# in target/vm-logs/.
+# Then tests/resume.sh takes up a run whose guest died ("resume" picks it
+# alone), and last tests/readme.sh runs the README's two commands in its
+# order ("readme"). Kernel console logs of the VM tests land in
+# target/vm-logs/.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,7 +25,7 @@ for arg in "$@"; do
 	--unit-only) VM=0 ;;
 	--vm-only) UNIT=0 ;;
 	-h | --help)
-		sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	-*)
@@ -131,6 +132,21 @@ for test in tests/vm/*.sh; do
 	fi
 	echo "--- $name: exit $rc in $(($(date +%s) - start))s"
 done
+
+# A run whose guest dies, taken up from its checkpoint (tests/resume.sh;
+# the name "resume" picks it alone).
+if ((${#ONLY[@]} == 0)) || [[ " ${ONLY[*]} " == *" resume "* ]]; then
+	section "a run taken up after its guest died"
+	start=$(date +%s)
+	set +e
+	tests/resume.sh 2>&1 | tee target/vm-logs/resume.out
+	rc=${PIPESTATUS[0]}
+	set -e
+	passed=$((passed + $(grep -c '^ok - ' target/vm-logs/resume.out || true)))
+	failed=$((failed + $(grep -c '^not ok - ' target/vm-logs/resume.out || true)))
+	((rc == 0)) || failed_tests+=(resume)
+	echo "--- resume: exit $rc in $(($(date +%s) - start))s"
+fi
 
 # The README's two commands in its order, as a new user runs them: the
 # main job, then the unit tests with its results in place.

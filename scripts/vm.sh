@@ -227,6 +227,7 @@ hostname sisu-vm
 OUT=/dev/ttyS1
 stty -F $OUT raw -echo 2>/dev/null || true
 echo "@@SISU-BOOTED" >$OUT
+stty -F /dev/ttyS3 raw -echo 2>/dev/null || true
 cd /root
 sh /cmd.sh >$OUT 2>&1 </dev/null
 rc=$?
@@ -238,7 +239,19 @@ echo "@@SISU-EXIT $rc" >$OUT
 sync
 poweroff -f
 EOF
-chmod +x "$RD/init" "$RD/cmd.sh"
+# /checkpoint: what /results holds now, sent out framed on the fourth
+# serial port; a command that runs for hours calls it now and then (the
+# lab's --checkpoint), and vm.sh keeps the last whole one when the guest
+# dies before its end.
+cat >"$RD/checkpoint" <<'EOF'
+#!/bin/sh
+{
+	echo @@SISU-CHECKPOINT
+	tar -C /results -cz . | base64
+	echo @@SISU-CHECKPOINT-END
+} >/dev/ttyS3
+EOF
+chmod +x "$RD/init" "$RD/cmd.sh" "$RD/checkpoint"
 (cd "$RD" && find . | cpio -o -H newc --quiet >"$WORK/initrd.cpio")
 
 # --- QEMU ------------------------------------------------------------------
@@ -325,7 +338,7 @@ watch_boot() {
 # boot: one run of the guest. Sets rc to the command's exit status, empty
 # when the guest stopped without reporting one, and qemu_rc.
 boot() {
-	rm -f "$WORK/results.b64" "$WORK/qemu.pid" "$WORK/no-boot" "$out"
+	rm -f "$WORK/results.b64" "$WORK/checkpoints.b64" "$WORK/qemu.pid" "$WORK/no-boot" "$out"
 	watch_boot &
 	local watcher=$!
 	set +e
@@ -335,7 +348,7 @@ boot() {
 		-append "console=ttyS0 quiet panic=-1 mitigations=off rdinit=/init $APPEND_EXTRA" \
 		-display none -monitor none -no-reboot \
 		-serial "file:$console" -chardev stdio,id=out,signal=off -serial chardev:out \
-		-serial "file:$WORK/results.b64" \
+		-serial "file:$WORK/results.b64" -serial "file:$WORK/checkpoints.b64" \
 		</dev/null 2>"$WORK/qemu.err" | stdbuf -oL tr -d '\r' | tee "$out" |
 		grep --line-buffered -v '^@@SISU-\(EXIT \|BOOTED\)'
 	qemu_rc=${PIPESTATUS[0]}
@@ -359,6 +372,24 @@ died() {
 	tail -n 40 "$console" >&2 || true
 }
 
+# keep_checkpoint: the last whole checkpoint a guest that died sent out,
+# unpacked into OUTDIR, where the run can be taken up from it.
+keep_checkpoint() {
+	[[ -n $OUTDIR && -s $WORK/checkpoints.b64 ]] || return 0
+	tr -d '\r' <"$WORK/checkpoints.b64" | awk '
+		$0 == "@@SISU-CHECKPOINT" { buf = ""; on = 1; next }
+		$0 == "@@SISU-CHECKPOINT-END" { if (on) last = buf; on = 0; next }
+		on { buf = buf $0 "\n" }
+		END { printf "%s", last }' >"$WORK/checkpoint.b64"
+	[[ -s $WORK/checkpoint.b64 ]] || return 0
+	mkdir -p "$OUTDIR"
+	if base64 -d <"$WORK/checkpoint.b64" | tar -xz -C "$OUTDIR"; then
+		echo "vm.sh: kept the guest's last checkpoint of /results in $OUTDIR" >&2
+	else
+		echo "vm.sh: could not unpack the guest's last checkpoint" >&2
+	fi
+}
+
 # A TCG guest now and then panics while the kernel patches its own text
 # (an int3 oops just after a scheduler loads); a BPF scheduler cannot
 # panic the kernel, sched_ext unloads it instead. So a dead guest may boot
@@ -367,7 +398,7 @@ for ((boots = 0; ; boots++)); do
 	boot
 	[[ -z $rc ]] || break
 	died
-	((boots < RETRIES)) || exit 125
+	((boots < RETRIES)) || { keep_checkpoint; exit 125; }
 	echo "vm.sh: the guest died; booting it again ($((boots + 1)) of $RETRIES)" >&2
 done
 if [[ -n $OUTDIR && -s $WORK/results.b64 ]]; then

@@ -98,6 +98,7 @@ pub fn results() -> Results {
         ],
         incomplete: None,
         dropped: BTreeMap::new(),
+        resumed: Vec::new(),
     }
 }
 

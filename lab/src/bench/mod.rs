@@ -17,6 +17,7 @@ pub mod pooled;
 pub mod rank;
 pub mod report;
 pub mod results;
+mod resume;
 mod run;
 pub mod search;
 pub mod stat;

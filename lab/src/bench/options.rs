@@ -135,6 +135,21 @@ pub struct BenchOpts {
     /// (default: runs/ab-<date>-<time>)
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Take up the run this results file holds (the same arms, points,
+    /// iterations, order and analyses, the same build and kernel): keep
+    /// its samples and run only the rest
+    #[arg(long, value_name = "RESULTS")]
+    pub resume: Option<PathBuf>,
+    /// Run this shell command between samples, after the results file is
+    /// saved: after the first sample and then at most every
+    /// --checkpoint-secs, to carry the file somewhere a dying machine
+    /// does not take it (scripts/ab.sh sends it out of the VM)
+    #[arg(long, value_name = "COMMAND")]
+    pub checkpoint: Option<String>,
+    /// The least time between two checkpoints
+    #[arg(long, value_name = "SECS", default_value_t = 300,
+          value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub checkpoint_secs: u64,
 }
 
 fn by_preset<T>(p: Preset, quick: T, vm: T, host: T) -> T {

@@ -524,6 +524,9 @@ pub fn text(r: &Results) -> String {
     for (arm, why) in &r.dropped {
         let _ = writeln!(out, "DROPPED {arm} for the rest of the run: {why}");
     }
+    for when in &r.resumed {
+        let _ = writeln!(out, "RESUMED after its machine died: {when} kept");
+    }
     for (section, label, arm, why) in r.failures() {
         let _ = writeln!(out, "FAILED {section} {label} under {arm}: {why}");
     }

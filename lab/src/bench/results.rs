@@ -153,6 +153,10 @@ pub struct Results {
     /// the run, and why.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub dropped: BTreeMap<String, String>,
+    /// When the run was taken up again after its machine died, and with how
+    /// many of its samples (`--resume`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<String>,
 }
 
 /// Files written before the statistics kept auto's scans by rule hold

@@ -20,12 +20,13 @@ use super::order::{self, run_order};
 use super::plot;
 use super::report;
 use super::results::{Env, Method, PointResult, Results, Sample, FORMAT};
+use super::resume::{self, Checkpoint};
 use super::workload::{self, Family, Matrix, Point};
 use crate::ycsb;
 use sisutil_proto::sysfs;
 
 /// "2026-11-30 12:00:00 UTC" for a time since the epoch.
-fn utc(t: SystemTime) -> String {
+pub(super) fn utc(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -486,8 +487,19 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         points: Vec::new(),
         incomplete: None,
         dropped: BTreeMap::new(),
+        resumed: Vec::new(),
     };
     let points = matrix.points(&exe.display().to_string());
+    results.points = points
+        .iter()
+        .map(|point| PointResult {
+            point: point.clone(),
+            samples: BTreeMap::new(),
+        })
+        .collect();
+    if let Some(from) = &opts.resume {
+        resume::take_up(&mut results, from)?;
+    }
     let cycle = order::cycle(opts.order, arms.len());
     if arms.len() > 1 && !(iterations as usize).is_multiple_of(cycle) {
         warn!(
@@ -557,20 +569,21 @@ fn run_matrix(
     let total = points.len() * iterations as usize * arms.len();
     let started = Instant::now();
     let mut done = 0usize;
+    // Samples taken here, for the time left: a resumed run's kept ones
+    // took no time of this one.
+    let mut ran = 0usize;
+    let mut checkpoint = Checkpoint::new(
+        runner.opts.checkpoint.as_deref(),
+        runner.opts.checkpoint_secs,
+    );
 
-    results.points = points
-        .iter()
-        .map(|point| PointResult {
-            point: point.clone(),
-            samples: BTreeMap::new(),
-        })
-        .collect();
     for (p, it, a) in run_order(points.len(), iterations, arms.len(), results.method.order) {
         let (point, arm) = (&points[p], &arms[a]);
         if runner.stop.load(Ordering::Relaxed) {
             bail!("interrupted");
         }
-        if results.dropped.contains_key(&arm.name) {
+        if results.dropped.contains_key(&arm.name) || resume::has_sample(results, p, &arm.name, it)
+        {
             done += 1;
             continue;
         }
@@ -594,9 +607,10 @@ fn run_matrix(
         };
         let lead = &point.metrics[0];
         done += 1;
+        ran += 1;
         let left = started
             .elapsed()
-            .mul_f64((total - done) as f64 / done as f64);
+            .mul_f64((total - done) as f64 / ran as f64);
         let value = match &sample.failed {
             Some(why) => format!("FAILED ({why})"),
             None => format!(
@@ -622,6 +636,7 @@ fn run_matrix(
             .or_default()
             .push(sample);
         results.save(&out.join("results.json"))?;
+        checkpoint.after_sample();
     }
     Ok(())
 }
