@@ -93,9 +93,10 @@ fn first_difference(a: &serde_json::Value, b: &serde_json::Value) -> String {
 }
 
 /// Takes the samples of the earlier run in @from into @results, whose
-/// points are laid out already; returns how many it took. The run then
-/// skips every (point, arm, iteration) that has its sample.
-pub fn take_up(results: &mut Results, from: &Path) -> Result<usize> {
+/// points are laid out already, noting that it did so @now; returns how
+/// many it took. The run then skips every (point, arm, iteration) that
+/// has its sample.
+pub fn take_up(results: &mut Results, from: &Path, now: &str) -> Result<usize> {
     let old = Results::load(from).context("cannot resume")?;
     let (want, have) = (plan(results)?, plan(&old)?);
     if want != have {
@@ -121,10 +122,9 @@ pub fn take_up(results: &mut Results, from: &Path) -> Result<usize> {
     results.dropped = old.dropped;
     results.created = old.created;
     results.resumed = old.resumed;
-    results.resumed.push(format!(
-        "{} with {taken} sample(s)",
-        super::run::utc(std::time::SystemTime::now())
-    ));
+    results
+        .resumed
+        .push(format!("{now} with {taken} sample(s)"));
     info!("resuming {}: {taken} sample(s) kept", from.display());
     Ok(taken)
 }
@@ -141,6 +141,8 @@ pub fn has_sample(results: &Results, point: usize, arm: &str, iteration: u32) ->
 mod tests {
     use super::*;
     use crate::bench::fixture;
+
+    const NOW: &str = "2026-12-07 06:00:00 UTC";
 
     /// The plan afresh, as a new run lays it out: no samples yet.
     fn fresh() -> Results {
@@ -173,7 +175,7 @@ mod tests {
         old.points[1].samples.get_mut("util").unwrap().pop();
         let path = saved(&old, "keeps");
         let mut r = fresh();
-        assert_eq!(take_up(&mut r, &path).unwrap(), 11);
+        assert_eq!(take_up(&mut r, &path, NOW).unwrap(), 11);
         assert_eq!(r.created, old.created);
         assert_eq!(r.points[0].samples, old.points[0].samples);
         assert!(has_sample(&r, 1, "util", 1));
@@ -181,7 +183,7 @@ mod tests {
         assert!(has_sample(&r, 1, "eevdf", 2));
         assert_eq!(r.resumed.len(), 1);
         assert!(
-            r.resumed[0].ends_with("with 11 sample(s)"),
+            r.resumed[0] == format!("{NOW} with 11 sample(s)"),
             "{:?}",
             r.resumed
         );
@@ -194,15 +196,15 @@ mod tests {
         let path = saved(&old, "refuses");
         let mut r = fresh();
         r.method.iterations = 5;
-        let e = format!("{:#}", take_up(&mut r, &path).unwrap_err());
+        let e = format!("{:#}", take_up(&mut r, &path, NOW).unwrap_err());
         assert!(e.contains("it is another run (its method differs"), "{e}");
         let mut r = fresh();
         r.env.commit = "gabc".into();
-        let e = format!("{:#}", take_up(&mut r, &path).unwrap_err());
+        let e = format!("{:#}", take_up(&mut r, &path, NOW).unwrap_err());
         assert!(e.contains("its commit differs"), "{e}");
         let mut r = fresh();
         r.arms.pop();
-        assert!(take_up(&mut r, &path).is_err());
+        assert!(take_up(&mut r, &path, NOW).is_err());
     }
 
     #[test]

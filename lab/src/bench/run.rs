@@ -26,7 +26,7 @@ use crate::ycsb;
 use sisutil_proto::sysfs;
 
 /// "2026-11-30 12:00:00 UTC" for a time since the epoch.
-pub(super) fn utc(t: SystemTime) -> String {
+fn utc(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -498,7 +498,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         })
         .collect();
     if let Some(from) = &opts.resume {
-        resume::take_up(&mut results, from)?;
+        resume::take_up(&mut results, from, &utc(SystemTime::now()))?;
     }
     let cycle = order::cycle(opts.order, arms.len());
     if arms.len() > 1 && !(iterations as usize).is_multiple_of(cycle) {
