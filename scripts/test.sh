@@ -133,35 +133,28 @@ for test in tests/vm/*.sh; do
 	echo "--- $name: exit $rc in $(($(date +%s) - start))s"
 done
 
-# A run whose guest dies, taken up from its checkpoint (tests/resume.sh;
-# the name "resume" picks it alone).
-if ((${#ONLY[@]} == 0)) || [[ " ${ONLY[*]} " == *" resume "* ]]; then
-	section "a run taken up after its guest died"
+# host_test NAME TITLE: tests/NAME.sh, a test that runs on the host (the
+# name picks it alone), counted with the VM tests.
+host_test() {
+	((${#ONLY[@]} == 0)) || [[ " ${ONLY[*]} " == *" $1 "* ]] || return 0
+	section "$2"
+	local start rc
 	start=$(date +%s)
 	set +e
-	tests/resume.sh 2>&1 | tee target/vm-logs/resume.out
+	"tests/$1.sh" 2>&1 | tee "target/vm-logs/$1.out"
 	rc=${PIPESTATUS[0]}
 	set -e
-	passed=$((passed + $(grep -c '^ok - ' target/vm-logs/resume.out || true)))
-	failed=$((failed + $(grep -c '^not ok - ' target/vm-logs/resume.out || true)))
-	((rc == 0)) || failed_tests+=(resume)
-	echo "--- resume: exit $rc in $(($(date +%s) - start))s"
-fi
+	passed=$((passed + $(grep -c '^ok - ' "target/vm-logs/$1.out" || true)))
+	failed=$((failed + $(grep -c '^not ok - ' "target/vm-logs/$1.out" || true)))
+	((rc == 0)) || failed_tests+=("$1")
+	echo "--- $1: exit $rc in $(($(date +%s) - start))s"
+}
 
+# A run whose guest dies, taken up from its checkpoint.
+host_test resume "a run taken up after its guest died"
 # The README's two commands in its order, as a new user runs them: the
 # main job, then the unit tests with its results in place.
-if ((${#ONLY[@]} == 0)) || [[ " ${ONLY[*]} " == *" readme "* ]]; then
-	section "the README's two commands"
-	start=$(date +%s)
-	set +e
-	tests/readme.sh 2>&1 | tee target/vm-logs/readme.out
-	rc=${PIPESTATUS[0]}
-	set -e
-	passed=$((passed + $(grep -c '^ok - ' target/vm-logs/readme.out || true)))
-	failed=$((failed + $(grep -c '^not ok - ' target/vm-logs/readme.out || true)))
-	((rc == 0)) || failed_tests+=(readme)
-	echo "--- readme: exit $rc in $(($(date +%s) - start))s"
-fi
+host_test readme "the README's two commands"
 
 section "summary"
 if ((${#retried_tests[@]})); then

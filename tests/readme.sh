@@ -9,21 +9,8 @@
 #   tests/readme.sh     (from scripts/test.sh, as root)
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
-passed=0
-failed=0
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		echo "ok - $what"
-		passed=$((passed + 1))
-	else
-		echo "not ok - $what"
-		failed=$((failed + 1))
-	fi
-}
+# shellcheck source=host-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/host-lib.sh"
 
 # The first command as the README gives it, before its comment.
 first=$(sed -n '/^## Two commands/,/^```$/p' README.md | sed -n 's/^sudo \(scripts\/[a-z.]*\).*/\1/p' | head -n1)
@@ -44,5 +31,4 @@ grep -E '^test result|panicked' "$log" | sed 's/^/# /' | tail -n 5
 [[ -n $new ]] && rm -rf "runs/$new"
 rmdir runs 2>/dev/null
 rm -f "$log"
-echo "$passed passed, $failed failed, 0 skipped"
-((failed == 0))
+finish

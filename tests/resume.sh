@@ -11,23 +11,10 @@
 #   tests/resume.sh     (from scripts/test.sh, as root)
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=host-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/host-lib.sh"
 # shellcheck source=../scripts/lib/target-dir.sh
 source "$ROOT/scripts/lib/target-dir.sh"
-cd "$ROOT"
-passed=0
-failed=0
-check() {
-	local what=$1
-	shift
-	if "$@"; then
-		echo "ok - $what"
-		passed=$((passed + 1))
-	else
-		echo "not ok - $what"
-		failed=$((failed + 1))
-	fi
-}
 LAB=$TARGET/release/sisutil-lab
 OUT=$TARGET/vm-results/resume
 rm -rf "$OUT"
@@ -56,5 +43,4 @@ out=$(scripts/ab.sh --resume --out "$OUT/none" 2>&1)
 rc=$?
 check "--resume without a run to take up fails with one line ($out)" \
 	[ "$rc" -eq 2 -a "$(printf '%s\n' "$out" | wc -l)" -eq 1 ]
-echo "$passed passed, $failed failed, 0 skipped"
-((failed == 0))
+finish
