@@ -4,7 +4,9 @@
 //! gives the wakeup-to-running wait's percentiles for the wakeups whose
 //! scan found an idle CPU, missed one that existed, and had none to find
 //! (and those placed before any scan, or sent to their waker), per rule;
-//! which wakers' wakees missed most; it draws the percentiles
+//! which wakers' wakees missed most; whether the wakees that waited in a
+//! busy CPU's queue waited in the order they woke (queue_order()); it
+//! draws the percentiles
 //! (DIR/waits.svg) and writes a Perfetto trace (DIR/trace.pftrace): a track
 //! per CPU with every wakeup placed there, a track per task with its waits
 //! as slices, and per LLC its utilisation and SIS_UTIL's depth as
@@ -142,7 +144,151 @@ pub fn report(w: &[Wakeup], llcs: &[LlcSample]) -> String {
             );
         }
     }
+    if let Some(q) = queue_order(w) {
+        let _ = write!(out, "\n{q}");
+    }
     out
+}
+
+/// What one LLC's wakeups that waited on a busy CPU say about the order
+/// they were served in, summed over the LLCs.
+#[derive(Debug, Default, PartialEq)]
+pub struct QueueOrder {
+    /// Wakeups placed on a busy CPU (none, missed), and their summed wait.
+    pub queued: u64,
+    pub wait_us: f64,
+    /// Of those, the ones a later wakeup of the same LLC overtook: it first
+    /// ran on another CPU before this one ran at all; and their wait.
+    pub overtaken: u64,
+    pub overtaken_wait_us: f64,
+    /// The part of the queued wakeups' wait spent in waits over 50 ms.
+    pub long_wait_us: f64,
+    /// Wakeups that found an idle CPU while a wakeup of the same LLC
+    /// waited on another, busy one; and all that found an idle CPU.
+    pub idle_while_queued: u64,
+    pub idle: u64,
+}
+
+/// Per-CPU queues serve an LLC's waiting wakees out of order: a wakee
+/// stuck behind a long queue sees later wakees run first on the LLC's
+/// other CPUs, where one queue per LLC would have served it first. Given
+/// the moments the CPUs took a wakee, another order would not change the
+/// summed wait, only how it is spread: the overtaken share and the long
+/// waits show whether the tail is made of overtaken wakees. An idle CPU
+/// found while another CPU's wakee waits is time a shared queue would also
+/// have used. Only wakeups on record can overtake (a trace of one wakeup in
+/// N counts fewer). None when no wakeup waited on a busy CPU.
+pub fn queue_order(w: &[Wakeup]) -> Option<QueueOrder> {
+    const LONG_US: f64 = 50_000.0;
+    let waited = |x: &Wakeup| matches!(x.found.as_str(), "none" | "missed");
+    let start = |x: &Wakeup| x.woke_ns as f64 + x.wait_us * 1e3;
+    let mut by_llc: BTreeMap<u32, Vec<&Wakeup>> = BTreeMap::new();
+    for x in w {
+        if let Some(llc) = x.cpu_llc {
+            by_llc.entry(llc).or_default().push(x);
+        }
+    }
+    let mut q = QueueOrder::default();
+    for xs in by_llc.values_mut() {
+        xs.sort_by_key(|x| x.woke_ns);
+        // Walking from the latest wakeup back, the two earliest first runs
+        // so far on two different CPUs: whether any later wakeup ran
+        // before @x on a CPU other than the one @x waited for is then one
+        // comparison.
+        let mut first: Option<(f64, i32)> = None;
+        let mut second: Option<(f64, i32)> = None;
+        for x in xs.iter().rev() {
+            if waited(x) {
+                let other = match first {
+                    Some((_, cpu)) if cpu == x.cpu => second,
+                    f => f,
+                };
+                q.queued += 1;
+                q.wait_us += x.wait_us;
+                if x.wait_us > LONG_US {
+                    q.long_wait_us += x.wait_us;
+                }
+                if other.is_some_and(|(t, _)| t < start(x)) {
+                    q.overtaken += 1;
+                    q.overtaken_wait_us += x.wait_us;
+                }
+            }
+            let me = (start(x), x.ran_cpu);
+            match first {
+                Some(f) if f.0 <= me.0 => {
+                    if f.1 != me.1 && second.is_none_or(|s| me.0 < s.0) {
+                        second = Some(me);
+                    }
+                }
+                f => {
+                    if let Some(f) = f.filter(|f| f.1 != me.1) {
+                        second = Some(f);
+                    }
+                    first = Some(me);
+                }
+            }
+        }
+        idle_while_queued(xs, &mut q);
+    }
+    (q.queued > 0).then_some(q)
+}
+
+/// Counts into @q the wakeups of one LLC (@xs) that found an idle CPU, and
+/// those that found it while a wakeup waited on another of its CPUs: one
+/// sweep through time, a wait counted from its wakeup to its first run.
+fn idle_while_queued(xs: &[&Wakeup], q: &mut QueueOrder) {
+    // At one instant a wait that ends is over, and one that starts has
+    // not begun: ends, then idle finds, then starts.
+    let mut events: Vec<(f64, u8, i32)> = Vec::new();
+    for x in xs {
+        match x.found.as_str() {
+            "none" | "missed" => {
+                events.push((x.woke_ns as f64 + x.wait_us * 1e3, 0, x.cpu));
+                events.push((x.woke_ns as f64, 2, x.cpu));
+            }
+            "idle" | "found" => events.push((x.woke_ns as f64, 1, x.cpu)),
+            _ => {}
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let mut waiting: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut total = 0i64;
+    for (_, kind, cpu) in events {
+        match kind {
+            0 => {
+                *waiting.entry(cpu).or_default() -= 1;
+                total -= 1;
+            }
+            1 => {
+                q.idle += 1;
+                q.idle_while_queued += (total > waiting.get(&cpu).copied().unwrap_or(0)) as u64;
+            }
+            _ => {
+                *waiting.entry(cpu).or_default() += 1;
+                total += 1;
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for QueueOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pct = |a: f64, b: f64| if b > 0.0 { 100.0 * a / b } else { 0.0 };
+        writeln!(f, "The order the LLCs' queues served wakees in:")?;
+        writeln!(
+            f,
+            "{} wakeups waited on a busy CPU; {:.1}% of them were overtaken (a later wakeup of their LLC first ran on another CPU before they ran), with {:.1}% of the wait; {:.1}% of the wait was in waits over 50 ms",
+            self.queued,
+            pct(self.overtaken as f64, self.queued as f64),
+            pct(self.overtaken_wait_us, self.wait_us),
+            pct(self.long_wait_us, self.wait_us)
+        )?;
+        writeln!(
+            f,
+            "{} of {} wakeups that found an idle CPU found it while a wakeup of the same LLC waited on another CPU",
+            self.idle_while_queued, self.idle
+        )
+    }
 }
 
 /// The percentiles as a chart: a group per rule and kind, a bar per quantile.
@@ -416,6 +562,47 @@ mod tests {
         );
         let c = chart(&w);
         assert_eq!(c.groups, ["util: found", "util: missed"]);
+    }
+
+    fn on(found: &str, woke_ns: u64, wait_us: f64, cpu: i32) -> Wakeup {
+        Wakeup {
+            cpu,
+            ran_cpu: cpu,
+            ..wakeup(found, wait_us, 1, woke_ns)
+        }
+    }
+
+    #[test]
+    fn a_wakee_that_a_later_one_passed_on_another_cpu_is_overtaken() {
+        let w = vec![
+            // Waits 100 ms on CPU 2; the wakeup after it runs at once on
+            // CPU 3 of the same LLC: overtaken.
+            on("none", 0, 100_000.0, 2),
+            on("none", 1_000, 1.0, 3),
+            // Passed only on its own CPU: served in its CPU's order.
+            on("none", 2_000, 1.5, 2),
+            on("none", 3_000, 0.1, 2),
+            // An idle CPU found while the first waited on CPU 2.
+            on("idle", 4_000, 1.0, 4),
+            // Another LLC's wakeup passes nobody of LLC 0.
+            Wakeup {
+                cpu_llc: Some(1),
+                ..on("none", 5_000, 1.0, 5)
+            },
+        ];
+        let q = queue_order(&w).unwrap();
+        assert_eq!(
+            (q.queued, q.overtaken, q.idle, q.idle_while_queued),
+            (5, 1, 1, 1)
+        );
+        assert_eq!(q.overtaken_wait_us, 100_000.0);
+        assert_eq!(q.long_wait_us, 100_000.0);
+        let text = report(&w, &[]);
+        assert!(
+            text.contains("5 wakeups waited on a busy CPU; 20.0% of them were overtaken"),
+            "{text}"
+        );
+        assert!(queue_order(&[on("idle", 0, 1.0, 2)]).is_none());
     }
 
     #[test]
