@@ -180,8 +180,6 @@ pub struct QueueOrder {
 /// N counts fewer). None when no wakeup waited on a busy CPU.
 pub fn queue_order(w: &[Wakeup]) -> Option<QueueOrder> {
     const LONG_US: f64 = 50_000.0;
-    let waited = |x: &Wakeup| matches!(x.found.as_str(), "none" | "missed");
-    let start = |x: &Wakeup| x.woke_ns as f64 + x.wait_us * 1e3;
     let mut by_llc: BTreeMap<u32, Vec<&Wakeup>> = BTreeMap::new();
     for x in w {
         if let Some(llc) = x.cpu_llc {
@@ -208,12 +206,12 @@ pub fn queue_order(w: &[Wakeup]) -> Option<QueueOrder> {
                 if x.wait_us > LONG_US {
                     q.long_wait_us += x.wait_us;
                 }
-                if other.is_some_and(|(t, _)| t < start(x)) {
+                if other.is_some_and(|(t, _)| t < first_run_ns(x)) {
                     q.overtaken += 1;
                     q.overtaken_wait_us += x.wait_us;
                 }
             }
-            let me = (start(x), x.ran_cpu);
+            let me = (first_run_ns(x), x.ran_cpu);
             match first {
                 Some(f) if f.0 <= me.0 => {
                     if f.1 != me.1 && second.is_none_or(|s| me.0 < s.0) {
@@ -233,6 +231,16 @@ pub fn queue_order(w: &[Wakeup]) -> Option<QueueOrder> {
     (q.queued > 0).then_some(q)
 }
 
+/// A wakeup placed on a busy CPU, to wait in its queue.
+fn waited(x: &Wakeup) -> bool {
+    matches!(x.found.as_str(), "none" | "missed")
+}
+
+/// When @x first ran, on the trace's clock.
+fn first_run_ns(x: &Wakeup) -> f64 {
+    x.woke_ns as f64 + x.wait_us * 1e3
+}
+
 /// Counts into @q the wakeups of one LLC (@xs) that found an idle CPU, and
 /// those that found it while a wakeup waited on another of its CPUs: one
 /// sweep through time, a wait counted from its wakeup to its first run.
@@ -241,13 +249,11 @@ fn idle_while_queued(xs: &[&Wakeup], q: &mut QueueOrder) {
     // not begun: ends, then idle finds, then starts.
     let mut events: Vec<(f64, u8, i32)> = Vec::new();
     for x in xs {
-        match x.found.as_str() {
-            "none" | "missed" => {
-                events.push((x.woke_ns as f64 + x.wait_us * 1e3, 0, x.cpu));
-                events.push((x.woke_ns as f64, 2, x.cpu));
-            }
-            "idle" | "found" => events.push((x.woke_ns as f64, 1, x.cpu)),
-            _ => {}
+        if waited(x) {
+            events.push((first_run_ns(x), 0, x.cpu));
+            events.push((x.woke_ns as f64, 2, x.cpu));
+        } else if matches!(x.found.as_str(), "idle" | "found") {
+            events.push((x.woke_ns as f64, 1, x.cpu));
         }
     }
     events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
