@@ -66,7 +66,11 @@ __hidden void advance_clock(s32 cpu, u64 vtime)
  * (own_ran()): the loop, which sleeps between intervals, stays well
  * inside it, and threads that kept running would fall back into the
  * queues like any task once it is spent, so they cannot starve the
- * others.
+ * others. The budget stops at zero: what the threads run once it is
+ * spent, they run in the queues like any task, which is no precedence
+ * and owes none (as debt, it would keep the loop out of its turn for
+ * four times as long as they ran there). Precedence taken stays within
+ * the budget, since each grant's slice is at most what is left of it.
  */
 #define OWN_BURST_NS		(20ULL * 1000 * 1000)
 #define OWN_SHARE_SHIFT		2
@@ -85,7 +89,8 @@ static s64 own_budget(u64 now)
 	s64 b;
 
 	if (now > last && __sync_bool_compare_and_swap(&own_refilled_at, last, now)) {
-		b = own_budget_ns + (s64)((now - last) >> OWN_SHARE_SHIFT);
+		b = own_budget_ns > 0 ? own_budget_ns : 0;
+		b += (s64)((now - last) >> OWN_SHARE_SHIFT);
 		own_budget_ns = b > (s64)OWN_BURST_NS ? (s64)OWN_BURST_NS : b;
 	}
 	return own_budget_ns;
@@ -94,8 +99,14 @@ static s64 own_budget(u64 now)
 /* @p ran for @ns (charge()): one of the scheduler's threads spends its budget. */
 static void own_ran(const struct task_struct *p, u64 ns)
 {
-	if (is_own(p))
-		__sync_fetch_and_sub(&own_budget_ns, (s64)ns);
+	s64 b;
+
+	if (!is_own(p))
+		return;
+	/* A charge racing this one may leave it below zero: the refill ignores that. */
+	b = __sync_sub_and_fetch(&own_budget_ns, (s64)ns);
+	if (b < 0)
+		__sync_bool_compare_and_swap(&own_budget_ns, b, 0);
 }
 
 __hidden bool own_first(struct task_struct *p, u64 enq_flags)
