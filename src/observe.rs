@@ -159,7 +159,7 @@ impl<'a> Observer<'a> {
                 self.publish_estimates();
             }
             self.serve()?;
-            std::thread::sleep(self.timeliness.sleep_for(FOLD_EVERY));
+            std::thread::park_timeout(self.timeliness.sleep_for(FOLD_EVERY));
         }
         Ok(())
     }

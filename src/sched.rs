@@ -36,7 +36,8 @@ use sisutil_proto::topology::{Layout, Span};
 const ACTIVE: usize = bpf_intf::sisu_book_SISU_BOOK_ACTIVE as usize;
 const SHADOW: usize = bpf_intf::sisu_book_SISU_BOOK_SHADOW as usize;
 
-/// The longest a stats or control request waits for the loop to wake.
+/// The longest the loop parks between looks at the request channel; a
+/// request unparks it sooner.
 const SERVE_EVERY: Duration = Duration::from_millis(50);
 
 /// The version as the scx schedulers print it: semver, the git commit the
@@ -211,11 +212,11 @@ impl<'a> Scheduler<'a> {
     /// Runs until `shutdown` or until the kernel unloads the scheduler;
     /// returns why it ended.
     ///
-    /// A plain sleep rather than a timed receive on the request channel:
+    /// A park rather than a timed receive on the request channel:
     /// crossbeam's timed receive spins and yields before it blocks, and
     /// every yield is a trip through this scheduler's own ops, every
-    /// interval. Requests are served when the loop wakes, at most
-    /// SERVE_EVERY after they arrive.
+    /// interval. A request unparks the loop (server.rs), which serves it
+    /// at once.
     pub fn run(&mut self, shutdown: Arc<AtomicBool>) -> Result<UserExitInfo> {
         while !shutdown.load(Ordering::Relaxed) && !uei_exited!(&self.skel, uei) {
             if self.timeliness.due() {
@@ -236,7 +237,7 @@ impl<'a> Scheduler<'a> {
                 self.end_trace();
             }
             self.serve()?;
-            std::thread::sleep(self.timeliness.sleep_for(SERVE_EVERY));
+            std::thread::park_timeout(self.timeliness.sleep_for(SERVE_EVERY));
         }
         self.end_trace();
         // Dropping the link unregisters the scheduler; the kernel then

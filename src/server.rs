@@ -25,7 +25,9 @@
 //! one thread with a small stack and one request buffer.
 //!
 //! Requests reach the scheduler's loop as jobs, each with its own reply
-//! channel: a slow client holds up only its own connection.
+//! channel: a slow client holds up only its own connection. The loop
+//! sleeps between intervals parked, and a job unparks it: a request waits
+//! for the loop's current work, not for the rest of its sleep.
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
@@ -33,6 +35,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -57,7 +60,7 @@ pub const MAX_REQUEST: usize = 64 * 1024;
 pub const PARTIAL_TIMEOUT: Duration = Duration::from_secs(2);
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long a request may wait for the loop (which serves every 50 ms).
+/// How long a request may wait for the loop (which each request wakes).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a connection's thread wakes to check its deadlines.
 const TICK: Duration = Duration::from_millis(250);
@@ -83,6 +86,7 @@ pub struct Server {
 impl Server {
     /// Binds `path` (root only) and serves it on threads of its own,
     /// which record every request's time from arrival to reply in `times`.
+    /// The calling thread is the loop that takes the jobs: each job wakes it.
     pub fn launch(path: &Path, metas: Vec<StatsMeta>, times: RequestTimes) -> Result<Self> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {dir:?}"))?;
@@ -103,10 +107,11 @@ impl Server {
         let (tx, rx) = unbounded();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let waker = std::thread::current();
         std::thread::Builder::new()
             .name("stats-accept".into())
             .stack_size(STACK)
-            .spawn(move || accept(listener, tx, meta, flag, times))
+            .spawn(move || accept(listener, tx, waker, meta, flag, times))
             .context("cannot start the stats server")?;
         Ok(Self {
             jobs: rx,
@@ -141,6 +146,7 @@ fn restrict(path: &Path) {
 fn accept(
     listener: UnixListener,
     jobs: Sender<Job>,
+    waker: Thread,
     meta: Arc<Value>,
     stop: Arc<AtomicBool>,
     times: RequestTimes,
@@ -172,6 +178,7 @@ fn accept(
             stream,
             slots: slots.clone(),
             jobs: jobs.clone(),
+            waker: waker.clone(),
             meta: meta.clone(),
             times: times.clone(),
         };
@@ -220,6 +227,8 @@ struct Conn {
     stream: UnixStream,
     slots: Slots,
     jobs: Sender<Job>,
+    /// The loop that takes the jobs, woken for each.
+    waker: Thread,
     meta: Arc<Value>,
     times: RequestTimes,
 }
@@ -343,6 +352,7 @@ impl Conn {
         let (tx, rx) = bounded(1);
         let gone = || (libc::ESHUTDOWN, "the scheduler is stopping".to_string());
         self.jobs.send(job(tx)).map_err(|_| gone())?;
+        self.waker.unpark();
         rx.recv_timeout(REPLY_TIMEOUT).map_err(|_| gone())
     }
 }
@@ -420,6 +430,37 @@ mod tests {
         assert!(c
             .request::<Value>("stats", vec![("target".into(), "x".into())])
             .is_err());
+    }
+
+    /// A loop parked for far longer than a request should wait: the
+    /// request wakes it, as it wakes the scheduler's loop between
+    /// intervals.
+    #[test]
+    fn a_request_wakes_the_parked_loop() {
+        let dir = std::env::temp_dir().join(format!("sisu-sock-{}-park", std::process::id()));
+        let path = dir.join("stats");
+        let (ready_tx, ready_rx) = bounded(1);
+        let at = path.clone();
+        std::thread::spawn(move || {
+            let server =
+                Server::launch(&at, crate::stats::metas(), RequestTimes::default()).unwrap();
+            ready_tx.send(()).unwrap();
+            loop {
+                std::thread::park_timeout(Duration::from_secs(60));
+                while let Ok(job) = server.jobs().try_recv() {
+                    if let Job::Stats(tx) = job {
+                        let _ = tx.send(Metrics::default());
+                    }
+                }
+            }
+        });
+        ready_rx.recv().unwrap();
+        // Let the loop park before the request comes.
+        std::thread::sleep(Duration::from_millis(200));
+        let t = Instant::now();
+        let m: crate::stats::Metrics = client(&path).request("stats", vec![]).unwrap();
+        assert_eq!(m.wakeups, 0);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     }
 
     /// Sends `bytes`, then reads what the server says until it closes.
