@@ -5,11 +5,12 @@
 # intervals, where the loop without that precedence was late by 440 ms at
 # p99) and the median request is answered within 100 ms of its arrival
 # (835 ms without, 496 ms when the budget of that precedence counted what
-# the threads ran in the queues as debt). The targets it aims at (p99 within one interval, every
-# request within 100 ms) are printed, not held: under TCG, with 8 vCPUs on
-# 2 host cores, a vCPU waits for its host core by more than an interval;
-# the kernel's own loop (the observer's, under EEVDF, at the same load) is
-# measured beside it for that floor. Then the bound itself: with the
+# the threads ran in the queues as debt). The targets it aims at (p99
+# within one interval, every request within 100 ms) are printed, not
+# held: under TCG, with 8 vCPUs on 2 host cores, a vCPU waits for its
+# host core by more than an interval; the kernel's own loop (the
+# observer's, under EEVDF, at the same load) is measured beside it for
+# that floor. Then the bound itself: with the
 # scheduler's process stopped (SIGSTOP) under load, the scans derive their
 # depth rather than read the stale one, the lateness statistics show the
 # stop, and once it runs again the published depths are used again.
