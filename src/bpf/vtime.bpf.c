@@ -89,6 +89,7 @@ static s64 own_budget(u64 now)
 	s64 b;
 
 	if (now > last && __sync_bool_compare_and_swap(&own_refilled_at, last, now)) {
+		/* Spent below zero is not owed (see above). */
 		b = own_budget_ns > 0 ? own_budget_ns : 0;
 		b += (s64)((now - last) >> OWN_SHARE_SHIFT);
 		own_budget_ns = b > (s64)OWN_BURST_NS ? (s64)OWN_BURST_NS : b;
@@ -99,14 +100,8 @@ static s64 own_budget(u64 now)
 /* @p ran for @ns (charge()): one of the scheduler's threads spends its budget. */
 static void own_ran(const struct task_struct *p, u64 ns)
 {
-	s64 b;
-
-	if (!is_own(p))
-		return;
-	/* A charge racing this one may leave it below zero: the refill ignores that. */
-	b = __sync_sub_and_fetch(&own_budget_ns, (s64)ns);
-	if (b < 0)
-		__sync_bool_compare_and_swap(&own_budget_ns, b, 0);
+	if (is_own(p))
+		__sync_fetch_and_sub(&own_budget_ns, (s64)ns);
 }
 
 __hidden bool own_first(struct task_struct *p, u64 enq_flags)
