@@ -89,18 +89,19 @@ r=$(features_during eevdf)
 check "the eevdf arm ran with it on ($r)" [ "$r" = "rc=0 on" ]
 
 log "the arms' order"
-# arm_order ORDER: the arms of a 3-arm, 2-iteration run of two points in
-# the order they ran, from the progress lines.
+# arm_order GROUPS [ORDER]: the arms of a 3-arm, 2-iteration run of the
+# hackbench points GROUPS in the order they ran, from the progress lines.
 arm_order() {
-	$LAB bench --preset quick --arms util,prop,full --bench hackbench --groups 1,2 \
-		--iterations 2 ${1:+--order $1} --out /tmp/ab-order >/dev/null 2>/tmp/ab-order.err &&
+	$LAB bench --preset quick --arms util,prop,full --bench hackbench --groups $1 \
+		--iterations 2 ${2:+--order $2} --out /tmp/ab-order >/dev/null 2>/tmp/ab-order.err &&
 		sed -n 's/.*iteration [0-9]*\/2, \([a-z]*\):.*/\1/p' /tmp/ab-order.err | tr '\n' ' '
 }
 # Balanced (the default): the second round begins with the second arm,
 # and the second point starts the design afresh (a design that ran on
 # across points began it with full); alternating: the second round
-# begins with the arm that ended the first.
-o=$(arm_order)
+# begins with the arm that ended the first (one point is enough to see it;
+# the unit tests follow the design over several).
+o=$(arm_order 1,2)
 check "by default the second round is shifted, and each point starts afresh ($o)" \
 	[ "$o" = "util prop full prop full util util prop full prop full util " ]
 check "the results file says so" [ "$($LAB get --file /tmp/ab-order/results.json method.order)" = balanced ]
@@ -111,8 +112,8 @@ check "and that the order restarts at every point" \
 check "the run warns that 2 rounds cannot balance 3 arms" grep -q "a multiple of 6 balances it" /tmp/ab-order.err
 check "the report says so too" grep -q "not balanced at a point: its 2 round(s) are the first 2 of the design's 6" /tmp/ab-order/report.txt
 check "the results file records the build" says "$($LAB get --file /tmp/ab-order/results.json env.commit)" '^g[0-9a-f]{12}$'
-o=$(arm_order alternate)
-check "--order alternate reverses it ($o)" [ "$o" = "util prop full full prop util util prop full full prop util " ]
+o=$(arm_order 1 alternate)
+check "--order alternate reverses it ($o)" [ "$o" = "util prop full full prop util " ]
 check "the report states the order" grep -q "in alternating order" /tmp/ab-order/report.txt
 
 # The harness runs beside what it measures: while a benchmark runs it waits
@@ -144,7 +145,7 @@ wait \$p
 exec sleep 600
 EOF
 $LAB bench --preset quick --arms eevdf --arm nope='exit 3' --arm fading='sh /tmp/fading.sh' \
-	--bench tbench --clients 2 --tbench-secs 6 --iterations 2 --out /tmp/ab5 >/tmp/ab5.out 2>/tmp/ab5.err
+	--bench tbench --clients 2 --tbench-secs 6 --iterations 1 --out /tmp/ab5 >/tmp/ab5.out 2>/tmp/ab5.err
 rc=$?
 grep -E "DROPPED|dropping" /tmp/ab5.out /tmp/ab5.err
 check "the run with failing peers exits 0" [ $rc -eq 0 ]
@@ -152,8 +153,8 @@ check "the report names the peer that never loaded" grep -q "DROPPED nope .*exit
 check "and the one that unloaded during a run" grep -q "DROPPED fading .*no longer loaded" /tmp/ab5.out
 check "both are in the results file" \
 	[ "$($LAB get --keys --file /tmp/ab5/results.json dropped)" = "fading nope" ]
-check "eevdf has all its samples" [ "$($LAB get --file /tmp/ab5/results.json 'points.*.samples.eevdf.*' | wc -l)" -eq 2 ]
-check "and the dropped peers none" [ "$(samples /tmp/ab5/results.json | wc -l)" -eq 2 ]
+check "eevdf has its sample" [ "$($LAB get --file /tmp/ab5/results.json 'points.*.samples.eevdf.*' | wc -l)" -eq 1 ]
+check "and the dropped peers none" [ "$(samples /tmp/ab5/results.json | wc -l)" -eq 1 ]
 check "nothing left loaded after the dropped peers" [ "$(state)" = disabled ]
 left=$(for c in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$c" 2>/dev/null; echo; done | grep -c "^sleep 600")
 check "the dropped peer's processes are gone ($left left)" [ "$left" -eq 0 ]

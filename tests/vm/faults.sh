@@ -58,7 +58,8 @@ p5=$!
 mover=$!
 sleep 8
 for t in pinned llc moving idle nice; do eval "a_$t=$(count $t)"; done
-sleep 15
+# Longer than the watchdog's 10 s, which fails a task left waiting that long.
+sleep 11
 for t in pinned llc moving idle nice; do
 	eval "a=\$a_$t"
 	b=$(count $t)

@@ -1,7 +1,7 @@
 # Under load (2 LLCs x 4 CPUs), for every policy and then while switching
 # policies every second: stress-ng CPU and fork stressors on every CPU with
 # changing affinities, hackbench with more groups than CPUs, and tbench at
-# 4x the CPUs, all for STRESS_SECS (15) seconds at once. Nothing may stall,
+# 4x the CPUs, all for STRESS_SECS (12) seconds at once. Nothing may stall,
 # the scheduler must still be loaded after each round, exit 0 on SIGTERM,
 # and the kernel log must hold no sched_ext error or stall line. The
 # sched_ext watchdog is set to 10 s: no task may wait that long. Nor may
@@ -11,7 +11,7 @@
 # timeout: 1200
 . /tests/vm/lib.sh
 
-SECS=${STRESS_SECS:-15}
+SECS=${STRESS_SECS:-12}
 NCPU=$(nproc)
 # A task left runnable for 10 s is a stall: a third of the kernel's default
 # watchdog, so that starvation shows up instead of hiding under a long

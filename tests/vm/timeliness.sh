@@ -8,9 +8,10 @@
 # the threads ran in the queues as debt). The targets it aims at (p99
 # within one interval, every request within 100 ms) are printed, not
 # held: under TCG, with 8 vCPUs on 2 host cores, a vCPU waits for its
-# host core by more than an interval; the kernel's own loop (the
-# observer's, under EEVDF, at the same load) is measured beside it for
-# that floor. Then the bound itself: with the
+# host core by more than an interval (the observer's loop, folding every
+# 16 ms as an ordinary task under EEVDF at the same load, was late by
+# 373 ms at p99 in results/20261206-2x4-loop-timeliness; this test no
+# longer measures it, to stay short). Then the bound itself: with the
 # scheduler's process stopped (SIGSTOP) under load, the scans derive their
 # depth rather than read the stale one, the lateness statistics show the
 # stop, and once it runs again the published depths are used again.
@@ -72,28 +73,6 @@ on_time() {
 	check "$1: the median request answered within 100 ms of arrival ($_rp50 us)" [ "$_rp50" -le 100000 ]
 	log "$1, the targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; request p99 $_rp99 us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
 }
-
-# The kernel's own loop at the same load, for the floor the VM sets: the
-# observer folds every 16 ms as the scheduler does, an ordinary task under
-# EEVDF.
-# Its socket exists before it answers, and a client that first asks
-# under the load may give up: it answers before the load starts, and the
-# last read is tried again.
-$SCHED observe >/tmp/observe.log 2>&1 &
-OBS=$!
-for _ in $(seq 60); do $SCHED stats --json >/dev/null 2>&1 && break; sleep 1; done
-hackbench -g 16 -l 100000000 >/dev/null 2>&1 &
-hb=$!
-sleep 3
-$SCHED reset-stats >/dev/null 2>&1
-sleep 10
-for _ in 1 2 3; do OBSTATS=$($SCHED stats --json 2>/tmp/obstats.err) && break; done
-[ -n "$OBSTATS" ] || log "the observer did not answer: $(cat /tmp/obstats.err)"
-kill $hb 2>/dev/null
-wait $hb 2>/dev/null
-kill -INT $OBS
-wait $OBS
-log "the observer's loop under EEVDF at hackbench 16 groups: $(show "$OBSTATS" $LOOP)"
 
 check "loads" start_sched /tmp/sched.log --policy util
 _ttl=$(get depth_ttl_ms "$($SCHED stats --json)")
