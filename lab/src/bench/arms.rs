@@ -209,7 +209,22 @@ impl Arm {
     /// Whether its samples carry the statistics record (this scheduler's,
     /// or the observer's of the kernel).
     pub fn has_stats(&self) -> bool {
-        self.is_scx() || self.is_observed()
+        self.is_scx() || self.runs_this_scheduler() || self.is_observed()
+    }
+
+    /// An external arm whose command starts this scheduler with options
+    /// of its own (`scx_sisutil --policy util --no-wake-affine`): it
+    /// answers on the same socket, so its runs are counted as a policy
+    /// arm's are, and the report can say what the options changed.
+    pub fn runs_this_scheduler(&self) -> bool {
+        let ArmKind::External { command } = &self.kind else {
+            return false;
+        };
+        command
+            .split_whitespace()
+            .next()
+            .and_then(|w| Path::new(w).file_name())
+            .is_some_and(|n| n == "scx_sisutil")
     }
 
     /// One wakeup in how many this arm puts on record (0: none).
@@ -805,6 +820,19 @@ mod tests {
         assert!(Arm::parse_external("=cmd").is_err());
         assert!(Arm::parse_external("x=  ").is_err());
         assert!(Arm::parse_external("util=scx_other").is_err());
+        assert!(!a.has_stats());
+        // This scheduler under another name is counted; a command that
+        // only mentions it is not.
+        for ours in ["u=scx_sisutil --no-wake-affine", "u=/usr/bin/scx_sisutil"] {
+            assert!(Arm::parse_external(ours).unwrap().has_stats(), "{ours}");
+        }
+        for other in [
+            "u=sh /tmp/scx_sisutil.sh",
+            "u=scx_sisutil_old",
+            "u=echo scx_sisutil",
+        ] {
+            assert!(!Arm::parse_external(other).unwrap().has_stats(), "{other}");
+        }
     }
 
     #[test]

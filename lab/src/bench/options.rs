@@ -38,7 +38,8 @@ pub struct BenchOpts {
     /// `--arms ''` runs the --arm ones alone
     #[arg(long, value_delimiter = ',', default_value = "eevdf,util,prop")]
     pub arms: Vec<String>,
-    /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable)
+    /// Another sched_ext scheduler as an arm: NAME=COMMAND (repeatable); a
+    /// COMMAND that starts scx_sisutil is counted as its policy arms are
     #[arg(long = "arm", value_name = "NAME=COMMAND")]
     pub external: Vec<String>,
     /// Benchmark families

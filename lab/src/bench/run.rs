@@ -228,9 +228,19 @@ impl Runner<'_> {
                 return self.benchmark_failed(e, needs_db, iteration);
             }
         }
-        let counted = arm.is_scx() || (arm.is_observed() && machine.observing());
+        let mut counted = arm.is_scx() || (arm.is_observed() && machine.observing());
         if counted {
             machine.reset_stats()?;
+        } else if arm.runs_this_scheduler() {
+            // Another build of this scheduler (an older one, say) may not
+            // answer as this one asks: its runs go uncounted, not failed.
+            counted = match machine.reset_stats() {
+                Ok(()) => true,
+                Err(e) => {
+                    warn!("{}: its statistics cannot be read: {e:#}", arm.name);
+                    false
+                }
+            };
         }
         let trace = (arm.trace_every() > 0).then(|| trace_folder(point, arm));
         if let Some(rel) = &trace {
@@ -263,10 +273,14 @@ impl Runner<'_> {
                     .map(|s| Sample { trace, ..s })
             }
         };
-        let stats = if counted {
-            Some(machine.fetch_stats()?)
-        } else {
-            None
+        let stats = match counted.then(|| machine.fetch_stats()) {
+            Some(Ok(m)) => Some(m),
+            Some(Err(e)) if arm.is_external() => {
+                warn!("{}: its statistics cannot be read: {e:#}", arm.name);
+                None
+            }
+            Some(Err(e)) => return Err(e),
+            None => None,
         };
         Ok(Sample {
             iteration,
