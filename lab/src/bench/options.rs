@@ -103,8 +103,9 @@ pub struct BenchOpts {
     #[arg(long)]
     pub no_warmup: bool,
     /// Seconds to let the scheduler settle after it reports enabled
-    #[arg(long, default_value_t = 2.0)]
-    pub settle_secs: f64,
+    /// (default: 0.5 at the quick preset, 2 otherwise)
+    #[arg(long)]
+    pub settle_secs: Option<f64>,
     /// Significance level of the t-test
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
@@ -211,6 +212,13 @@ impl BenchOpts {
             }
         }
         Ok(arms)
+    }
+
+    /// The quick preset is a check that everything runs, not a
+    /// measurement: it need not wait for the scheduler to settle.
+    pub fn settle_secs(&self) -> f64 {
+        self.settle_secs
+            .unwrap_or(by_preset(self.preset, 0.5, 2.0, 2.0))
     }
 
     pub fn iterations(&self) -> u32 {
@@ -321,12 +329,16 @@ mod tests {
         let q = opts(&["--preset", "quick"]).unwrap();
         let m = q.matrix(8, 2).unwrap();
         assert_eq!(q.iterations(), 2);
+        assert_eq!(q.settle_secs(), 0.5);
         assert_eq!(m.families, [Family::Hackbench, Family::Tbench]);
         assert_eq!(m.tbench_clients, [1]);
+        let s = opts(&["--preset", "quick", "--settle-secs", "3"]).unwrap();
+        assert_eq!(s.settle_secs(), 3.0);
 
         let v = opts(&[]).unwrap();
         let m = v.matrix(8, 2).unwrap();
         assert_eq!(v.iterations(), 3);
+        assert_eq!(v.settle_secs(), 2.0);
         assert_eq!(m.tbench_clients, [1, 2, 4, 8, 16, 32]);
         assert_eq!(m.wakeup_workers, [1, 2, 4, 8]);
         assert_eq!(m.hackbench_groups, [1, 2, 4, 8, 16]);

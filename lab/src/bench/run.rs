@@ -438,7 +438,8 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
     if !(opts.alpha > 0.0 && opts.alpha < 1.0) {
         bail!("--alpha must be between 0 and 1");
     }
-    if !opts.settle_secs.is_finite() || !(0.0..=600.0).contains(&opts.settle_secs) {
+    let settle_secs = opts.settle_secs();
+    if !settle_secs.is_finite() || !(0.0..=600.0).contains(&settle_secs) {
         bail!("--settle-secs must be between 0 and 600");
     }
     let arms = opts.arms()?;
@@ -490,7 +491,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
             order: opts.order,
             order_per_point: true,
             warmup: !opts.no_warmup,
-            settle_s: opts.settle_secs,
+            settle_s: opts.settle_secs(),
             alpha: opts.alpha,
             baseline: arms[0].name.clone(),
             margin_pct: opts.margin,
@@ -539,7 +540,7 @@ pub fn run(opts: &BenchOpts, stop: Arc<AtomicBool>) -> Result<()> {
         scheduler,
         sched_args,
         out.join("scheduler.log"),
-        Duration::from_secs_f64(opts.settle_secs),
+        Duration::from_secs_f64(opts.settle_secs()),
     );
     let mut runner = Runner {
         opts,
