@@ -19,6 +19,9 @@ use sisutil_proto::sysfs;
 
 pub const FEATURES: &str = "/sys/kernel/debug/sched/features";
 
+/// The program name of the scheduler the lab runs.
+pub const SCHEDULER: &str = "scx_sisutil";
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum ArmKind {
@@ -224,7 +227,7 @@ impl Arm {
             .split_whitespace()
             .next()
             .and_then(|w| Path::new(w).file_name())
-            .is_some_and(|n| n == "scx_sisutil")
+            .is_some_and(|n| n == SCHEDULER)
     }
 
     /// One wakeup in how many this arm puts on record (0: none).

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use log::{info, warn};
 
-use super::arms::{Arm, ArmKind, Machine, Transition};
+use super::arms::{Arm, ArmKind, Machine, Transition, SCHEDULER};
 use super::options::BenchOpts;
 use super::order::{self, run_order};
 use super::plot;
@@ -72,18 +72,36 @@ fn in_path(program: &str) -> bool {
     std::env::split_paths(&path).any(|d| d.join(program).is_file())
 }
 
+/// A statistics request's answer. An external arm that runs this
+/// scheduler may run another build of it (an older one, say), which need
+/// not answer as this one asks: its runs go uncounted, with a warning,
+/// not failed.
+fn read_stats<T>(answer: Result<T>, arm: &Arm) -> Result<Option<T>> {
+    match answer {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if arm.runs_this_scheduler() => {
+            warn!("{}: its statistics cannot be read: {e:#}", arm.name);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The scheduler the arms run: scx_sisutil beside this program (where a
 /// build or an install puts both), else the one in the PATH.
 fn scheduler_exe(lab: &Path) -> Result<PathBuf> {
-    const NAME: &str = "scx_sisutil";
-    if let Some(beside) = lab.parent().map(|d| d.join(NAME)).filter(|p| p.is_file()) {
+    if let Some(beside) = lab
+        .parent()
+        .map(|d| d.join(SCHEDULER))
+        .filter(|p| p.is_file())
+    {
         return Ok(beside);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .map(|d| d.join(NAME))
+        .map(|d| d.join(SCHEDULER))
         .find(|p| p.is_file())
-        .ok_or_else(|| anyhow!("{NAME} is neither beside this program nor in the PATH"))
+        .ok_or_else(|| anyhow!("{SCHEDULER} is neither beside this program nor in the PATH"))
 }
 
 fn fmt_duration(d: Duration) -> String {
@@ -228,19 +246,10 @@ impl Runner<'_> {
                 return self.benchmark_failed(e, needs_db, iteration);
             }
         }
-        let mut counted = arm.is_scx() || (arm.is_observed() && machine.observing());
+        let mut counted =
+            arm.is_scx() || arm.runs_this_scheduler() || (arm.is_observed() && machine.observing());
         if counted {
-            machine.reset_stats()?;
-        } else if arm.runs_this_scheduler() {
-            // Another build of this scheduler (an older one, say) may not
-            // answer as this one asks: its runs go uncounted, not failed.
-            counted = match machine.reset_stats() {
-                Ok(()) => true,
-                Err(e) => {
-                    warn!("{}: its statistics cannot be read: {e:#}", arm.name);
-                    false
-                }
-            };
+            counted = read_stats(machine.reset_stats(), arm)?.is_some();
         }
         let trace = (arm.trace_every() > 0).then(|| trace_folder(point, arm));
         if let Some(rel) = &trace {
@@ -273,14 +282,10 @@ impl Runner<'_> {
                     .map(|s| Sample { trace, ..s })
             }
         };
-        let stats = match counted.then(|| machine.fetch_stats()) {
-            Some(Ok(m)) => Some(m),
-            Some(Err(e)) if arm.is_external() => {
-                warn!("{}: its statistics cannot be read: {e:#}", arm.name);
-                None
-            }
-            Some(Err(e)) => return Err(e),
-            None => None,
+        let stats = if counted {
+            read_stats(machine.fetch_stats(), arm)?
+        } else {
+            None
         };
         Ok(Sample {
             iteration,
