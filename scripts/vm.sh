@@ -6,7 +6,7 @@
 #   scripts/vm.sh [options] [--] COMMAND...
 #
 # The guest is a minimal initramfs: busybox, the scheduler, the benchmarks
-# (hackbench, tbench, stress-ng, perf's sched benches, PostgreSQL when present) and the
+# (hackbench, cyclictest, tbench, stress-ng, perf's sched benches, PostgreSQL when present) and the
 # shared libraries they need. The project's tests/ folder is at /tests and
 # the scheduler at /usr/bin/scx_sisutil, the lab at /usr/bin/sisutil-lab,
 # scripts/guest/ at /guest. The command's stdout and stderr
@@ -134,7 +134,7 @@ done
 
 add_bin "$BIN" /usr/bin/scx_sisutil
 add_bin "$LAB" /usr/bin/sisutil-lab
-for tool in hackbench tbench tbench_srv stress-ng taskset chrt nice nproc bpftool perf socat; do
+for tool in hackbench cyclictest tbench tbench_srv stress-ng taskset chrt nice nproc bpftool perf socat; do
 	path=$(command -v "$tool" 2>/dev/null || true)
 	# Some Debian releases ship bpftool and perf as version wrappers;
 	# take the real binary.

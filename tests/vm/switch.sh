@@ -89,6 +89,10 @@ done
 check "enable_seq unchanged by the switches" [ "$(cat /sys/kernel/sched_ext/enable_seq)" = "$seq0" ]
 check "still enabled" [ "$(state)" = enabled ]
 check "every switch was logged" [ "$(grep -c 'switched:' /tmp/sched.log)" -eq 5 ]
+# What follows needs no load, and each client waits seconds to start
+# under it.
+kill $hb
+wait $hb 2>/dev/null
 st=$($SCHED status)
 log "status: $st"
 check "status reports util, no shadow, after 5 switches" says "$st" '^policy util, no shadow, small-llc off \(5 switch'
@@ -111,9 +115,6 @@ check "set shadow util,full beside util" $SCHED set shadow full,util
 s=$($SCHED stats --json)
 check "stats name both, in one order" [ "$(get shadow "$s")" = util,full ]
 check "set shadow off" $SCHED set shadow off
-
-kill $hb
-wait $hb 2>/dev/null
 
 # Below saturation SIS_UTIL allows a scan, where none never does. A scan
 # runs only when the wakee's previous CPU and the waker's are both busy,

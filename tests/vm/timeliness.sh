@@ -5,13 +5,20 @@
 # intervals, where the loop without that precedence was late by 440 ms at
 # p99) and the median request is answered within 100 ms of its arrival
 # (835 ms without, 496 ms when the budget of that precedence counted what
-# the threads ran in the queues as debt). The targets it aims at (p99
-# within one interval, every request within 100 ms) are printed, not
-# held: under TCG, with 8 vCPUs on 2 host cores, a vCPU waits for its
-# host core by more than an interval (the observer's loop, folding every
-# 16 ms as an ordinary task under EEVDF at the same load, was late by
-# 373 ms at p99 in results/20261206-2x4-loop-timeliness; this test no
-# longer measures it, to stay short). Then the bound itself: with the
+# the threads ran in the queues as debt).
+#
+# The target, lateness p99 within one interval, is held from the floor
+# the VM sets: a real-time thread (cyclictest, SCHED_FIFO, which preempts
+# any sched_ext task) woken every interval over the same window. Under
+# TCG, with 8 vCPUs on 2 host cores, a vCPU waits for its host core, and
+# that thread's own p99 is 27 to 31 ms
+# (results/20261207-2x4-loop-floor); the loop's must be within one
+# interval of it (without the precedence it was 440 ms). The other
+# target, every request within 100 ms, is printed, not held: a request
+# is two wakeups (the socket's thread, then the loop), each as late as
+# the floor's slowest (33 to 58 ms there).
+#
+# Then the bound itself: with the
 # scheduler's process stopped (SIGSTOP) under load, the scans derive their
 # depth rather than read the stale one, the lateness statistics show the
 # stop, and once it runs again the published depths are used again.
@@ -40,6 +47,36 @@ ask() {
 	for _ in $(seq 60); do [ -s /tmp/monitor.json ] && break; sleep 1; done
 }
 
+# floor_start / floor_end: the VM's own floor over the same window, a
+# real-time thread (cyclictest at SCHED_FIFO 80, above anything a
+# sched_ext scheduler can give) woken every interval; FLOOR gets its
+# lateness, "p50 p99 max" in us. Started at that priority, so that its
+# start does not wait behind the load, and stopped when the client is, so
+# that it covers the window the scheduler's statistics do (12 s of sleep
+# in this shell, an ordinary task, last a minute or more under the load).
+floor_start() {
+	rm -f /tmp/floor.json
+	chrt -f 80 cyclictest -m -q -p 80 -t 1 -i $INTERVAL_US -h 2000000 \
+		--json=/tmp/floor.json >/dev/null 2>&1 &
+	FLOOR_PID=$!
+}
+floor_end() {
+	kill -INT $FLOOR_PID 2>/dev/null
+	wait $FLOOR_PID 2>/dev/null
+	FLOOR=$(awk '/"histogram"/ { h = 1; next }
+		h && /}/ { h = 0 }
+		h { gsub(/[",:]/, " "); v[n] = $1; c[n++] = $2; t += $2 }
+		/"max"/ { gsub(/[",:]/, " "); max = $2 }
+		END {
+			for (i = 0; i < n; i++) {
+				s += c[i]
+				if (!p50 && s >= t * 0.5) p50 = v[i]
+				if (!p99 && s >= t * 0.99) p99 = v[i]
+			}
+			printf "%d %d %d", p50, p99 ? p99 : max, max
+		}' /tmp/floor.json 2>/dev/null)
+}
+
 # under_load: SECS seconds of the load running in the background,
 # statistics restarted when it is under way, the client asking all along;
 # STATS gets its last record. One client process for the window: a new
@@ -48,8 +85,10 @@ ask() {
 under_load() {
 	sleep 3
 	$SCHED reset-stats >/dev/null
+	floor_start
 	sleep "$SECS"
 	kill $MON 2>/dev/null
+	floor_end
 	wait $MON 2>/dev/null
 	# The last whole line: the client may have been stopped mid-line.
 	STATS=$(grep '}$' /tmp/monitor.json | tail -n 1)
@@ -71,7 +110,17 @@ on_time() {
 	check "$1: interval lateness p99 within the depth's bound, 4 intervals ($_p99 us)" [ "$_p99" -le $((4 * INTERVAL_US)) ]
 	check "$1: the client's requests were counted ($_req)" [ "$_req" -ge 2 ]
 	check "$1: the median request answered within 100 ms of arrival ($_rp50 us)" [ "$_rp50" -le 100000 ]
-	log "$1, the targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; request p99 $_rp99 us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
+	# The target, one interval at p99, from where the VM lets any task
+	# start: the real-time thread's own p99 is more than an interval here.
+	_fp99=$(echo "$FLOOR" | awk '{ print $2 }')
+	if [ -n "$_fp99" ] && [ "$_fp99" -gt 0 ]; then
+		check "$1: interval lateness p99 within one interval of the VM's floor ($_p99 us; a real-time thread's p99 $_fp99 us)" \
+			[ "$_p99" -le $((_fp99 + INTERVAL_US)) ]
+	else
+		skip "$1: interval lateness against the VM's floor" "cyclictest did not run"
+	fi
+	log "$1, the VM's floor (a real-time thread woken every interval, late by p50 p99 max us): $FLOOR"
+	log "$1, the targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; the slowest request $(get request_max_us "$STATS") us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
 }
 
 check "loads" start_sched /tmp/sched.log --policy util
