@@ -11,12 +11,12 @@
 # the VM sets: a real-time thread (cyclictest, SCHED_FIFO, which preempts
 # any sched_ext task) woken every interval over the same window. Under
 # TCG, with 8 vCPUs on 2 host cores, a vCPU waits for its host core, and
-# that thread's own p99 is 27 to 31 ms
+# that thread's own p99 was 27 to 41 ms
 # (results/20261207-2x4-loop-floor); the loop's must be within one
 # interval of it (without the precedence it was 440 ms). The other
 # target, every request within 100 ms, is printed, not held: a request
 # is two wakeups (the socket's thread, then the loop), each as late as
-# the floor's slowest (33 to 58 ms there).
+# the floor's slowest (33 to 85 ms there).
 #
 # Then the bound itself: with the
 # scheduler's process stopped (SIGSTOP) under load, the scans derive their
