@@ -103,7 +103,6 @@ on_time() {
 	_p99=$(get loop_late_p99_us "$STATS")
 	_req=$(get requests "$STATS")
 	_rp50=$(get request_p50_us "$STATS")
-	_rp99=$(get request_p99_us "$STATS")
 	# SECS of 16 ms intervals, less what the last request's own wait took.
 	check "$1: the loop ran its intervals ($_n, $_skipped skipped)" [ "$_n" -ge $((SECS * 1000000 / INTERVAL_US * 3 / 4)) ]
 	check "$1: the scheduler's own threads were queued first" [ "$(get own_first "$STATS")" -gt 0 ]
