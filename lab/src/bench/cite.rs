@@ -1462,11 +1462,10 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// The folders of results/ that git tracks; all of them outside a git
-    /// checkout.
-    /// The folders of results/ the repository keeps, less those that hold
-    /// only their README: a run declared (committed before it runs) and
-    /// not yet made, which no document can cite until its results land.
+    /// The folders of results/ the repository keeps (those git tracks; all
+    /// of them outside a git checkout), less those that hold only their
+    /// README: a run declared (committed before it runs) and not yet made,
+    /// which no document can cite until its results land.
     fn kept_folders(root: &Path) -> std::collections::BTreeSet<String> {
         let tracked = std::process::Command::new("git")
             .args(["ls-files", "-z", "--", "results"])

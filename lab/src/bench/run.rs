@@ -67,9 +67,16 @@ fn uname() -> (String, String) {
     (field(&u.release), field(&u.nodename))
 }
 
-fn in_path(program: &str) -> bool {
+/// Where the PATH has `program`, if it does.
+fn find_in_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).any(|d| d.join(program).is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+fn in_path(program: &str) -> bool {
+    find_in_path(program).is_some()
 }
 
 /// A statistics request's answer. An external arm that runs this
@@ -97,10 +104,7 @@ fn scheduler_exe(lab: &Path) -> Result<PathBuf> {
     {
         return Ok(beside);
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join(SCHEDULER))
-        .find(|p| p.is_file())
+    find_in_path(SCHEDULER)
         .ok_or_else(|| anyhow!("{SCHEDULER} is neither beside this program nor in the PATH"))
 }
 
