@@ -6,10 +6,10 @@
 #
 # Under TCG every run takes ten times longer or more than on hardware, so
 # the test raises the kernel's migration cost, the bound of a short run,
-# from 500 us to 4 ms, as a user tunes it; and it keeps its shell, the
-# scheduler and the spinners off the pair's CPUs, where their timers'
-# wakeups from interrupts would count as partner switches of the task
-# they interrupt.
+# from 500 us to 4 ms, as a user tunes it; it turns the kernel's memory
+# access monitor off (quiet_damon); and it keeps its shell, the scheduler and
+# the spinners off the pair's CPUs, where their timers' wakeups from
+# interrupts would count as partner switches of the task they interrupt.
 # shape: 1x8
 . /tests/vm/lib.sh
 
@@ -53,6 +53,7 @@ pingpong_on() {
 }
 
 echo 4000000 >/sys/kernel/debug/sched/migration_cost_ns
+quiet_damon
 # This shell, and so the scheduler and every command it starts, stays on
 # CPU 0; the spinners and the pair are placed explicitly.
 taskset -p -c 0 $$ >/dev/null

@@ -71,27 +71,35 @@ kill $p1 $p2 $p3 $p4 $p5 $hb $sng $mover 2>/dev/null
 wait $p1 $p2 $p3 $p4 $p5 $hb $sng $mover 2>/dev/null
 check "still loaded" [ "$(state)" = enabled ]
 
-log "weights: nice 0 and nice 19 sharing one CPU"
+log "weights: nice 0 and nice 19 sharing one CPU, nice -5 and nice 0 another"
 rm -f /tmp/cnt.*
 taskset -c 5 sh /tmp/counter.sh n0 &
 q1=$!
 taskset -c 5 nice -n 19 sh /tmp/counter.sh n19 &
 q2=$!
+taskset -c 6 nice -n -5 sh -c 'while :; do :; done' &
+h1=$!
+taskset -c 6 sh -c 'while :; do :; done' &
+h2=$!
 # ran PID: the task's time on a CPU so far, in microseconds (the first
 # field of its schedstat, kept by the core whatever the class).
 ran() { echo $(($(cut -d' ' -f1 /proc/$1/schedstat) / 1000)); }
 sleep 2
 a0=$(ran $q1)
 a19=$(ran $q2)
+b5=$(ran $h1)
+b0=$(ran $h2)
 c0=$(count n0)
 c19=$(count n19)
 sleep 10
 d0=$(($(ran $q1) - a0))
 d19=$(($(ran $q2) - a19))
+e5=$(($(ran $h1) - b5))
+e0=$(($(ran $h2) - b0))
 c0=$(($(count n0) - c0))
 c19=$(($(count n19) - c19))
-kill $q1 $q2
-wait $q1 $q2 2>/dev/null
+kill $q1 $q2 $h1 $h2
+wait $q1 $q2 $h1 $h2 2>/dev/null
 # sched_ext hands a BPF scheduler the fair class's weights scaled to 100
 # for nice 0: nice 19's 15 of 1024 becomes round(1.46) = 1. Virtual time
 # charged at 100 / weight gives the two tasks CPU time about 100:1. The
@@ -106,6 +114,14 @@ wait $q1 $q2 2>/dev/null
 log "in 10 s: nice 0 ran ${d0} us, nice 19 ran ${d19} us (ratio $((d0 / (d19 + (d19 == 0))))), about 100:1 expected; counted $c0 and $c19)"
 check "nice 19 made progress" [ "$d19" -gt 0 ]
 check "nice 0 got 50x to 200x the CPU of nice 19" within $((50 * d19)) "$d0" $((200 * d19))
+# Above nice 0 too: nice -5 weighs 3121 of 1024, 305 of 100, so 3.05:1.
+# A clock that moves faster than the tasks' virtual times (one tried
+# moved it by every task's run time) queues both at its floor and lets
+# them take turns: 1:1, whatever the weights (it measured 1.00 here,
+# this scheduler 3.03, the fair class 3.06). Bounds: about a fifth
+# either way.
+log "in 10 s: nice -5 ran ${e5} us, nice 0 ran ${e0} us (ratio $(awk -v a=$e5 -v b=$e0 'BEGIN { printf "%.2f", a / (b ? b : 1) }')), 3.05:1 expected"
+check "nice -5 got 2.4x to 3.7x the CPU of nice 0" within $((24 * e0 / 10)) "$e5" $((37 * e0 / 10))
 
 log "userspace stopped"
 # depth0 JSON: % of the scans that had depth 0.
