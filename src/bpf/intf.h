@@ -192,7 +192,6 @@ struct sisu_cpu_ctx {
 	u32 prop_epoch;		/* cfg.epoch the SIS_PROP state belongs to */
 	u64 run_start;		/* when the current task started */
 	u64 vclock;		/* the CPU's virtual clock (see vtime.bpf.c) */
-	s64 queued_weight;	/* ... the weight of the tasks waiting in its queue */
 	u64 rescue_at;		/* last look for starving tasks */
 	u64 balance_at;		/* last comparison with the other queues */
 	u32 balance_round;	/* comparisons made: farther spans every few */

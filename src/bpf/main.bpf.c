@@ -154,7 +154,6 @@ void BPF_STRUCT_OPS(sisu_enqueue, struct task_struct *p, u64 enq_flags)
 		queue_reader_as_nice0(cpu, &vtime, &slice);
 	if (tctx)
 		tctx->queued_at = bpf_ktime_get_ns();
-	weigh_in(p, tctx, cpu);
 	scx_bpf_dsq_insert_vtime(p, cpu, slice, vtime, enq_flags);
 	if (m && !*m)
 		*m = 1;
@@ -226,7 +225,6 @@ void BPF_STRUCT_OPS(sisu_running, struct task_struct *p)
 
 	/* A task sent straight to an idle CPU skipped enqueue's accounting. */
 	p->scx.dsq_vtime = vtime;
-	weigh_out(bpf_task_storage_get(&task_ctxs, p, 0, 0));
 	advance_clock(cpu, vtime);
 	wait_end(p, now);
 	current_run(p, now);
@@ -301,12 +299,6 @@ void BPF_STRUCT_OPS(sisu_cpu_release, s32 cpu, struct scx_cpu_release_args *args
 	kick_idle_for_queue(cpu);
 }
 
-/* A task leaving sched_ext while queued leaves its queue's weight. */
-void BPF_STRUCT_OPS(sisu_disable, struct task_struct *p)
-{
-	weigh_out(bpf_task_storage_get(&task_ctxs, p, 0, 0));
-}
-
 /* A new task starts half a slice ahead of its CPU's clock. */
 void BPF_STRUCT_OPS(sisu_enable, struct task_struct *p)
 {
@@ -328,7 +320,6 @@ s32 BPF_STRUCT_OPS(sisu_init_task, struct task_struct *p, struct scx_init_task_a
 	tctx->recent_used_cpu = -1;
 	tctx->frame = -1;
 	tctx->last_wakee = -1;
-	tctx->queued_on = -1;
 	return 0;
 }
 
@@ -405,7 +396,6 @@ SCX_OPS_DEFINE(sisutil_ops,
 	       .stopping	= (void *)sisu_stopping,
 	       .cpu_release	= (void *)sisu_cpu_release,
 	       .enable		= (void *)sisu_enable,
-	       .disable		= (void *)sisu_disable,
 	       .init_task	= (void *)sisu_init_task,
 	       .init		= (void *)sisu_init,
 	       .exit		= (void *)sisu_exit,

@@ -214,8 +214,6 @@ struct task_ctx {
 	u64 flips_decay_at;	/* when wakee_flips was last halved (ns) */
 	s32 frame;	/* the CPU whose clock the task's virtual time counts on */
 	u64 queued_at;	/* when it was last put in a queue (ns) */
-	s32 queued_on;	/* the CPU whose queue's weight counts it, -1 if none */
-	u32 queued_weight;	/* ... with this weight */
 	u32 placed;	/* outcome + 1 of its placement on a CPU found idle, 0 if none */
 	u64 slept_at;	/* SIS_CACHE: when it last went to sleep (ns), 0 if awake */
 	u64 sleep_avg;	/* ... its average short sleep (ns) */
@@ -574,8 +572,6 @@ __hidden u64 rebase(struct task_struct *p, s32 cpu);
 __hidden u64 bound_credit(u64 vtime, s32 cpu);
 __hidden void advance_clock(s32 cpu, u64 vtime);
 __hidden u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now);
-__hidden void weigh_in(struct task_struct *p, struct task_ctx *tctx, s32 cpu);
-__hidden void weigh_out(struct task_ctx *tctx);
 __hidden bool in_rcu_reader(const struct task_struct *p);
 __hidden void queue_reader_as_nice0(s32 cpu, u64 *vtime, u64 *slice);
 __hidden bool keep_prev(struct task_struct *prev, s32 cpu);

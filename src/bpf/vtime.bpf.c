@@ -4,39 +4,19 @@
  * place_entity()), kept per CPU, and what sched_ext needs beyond it.
  *
  * Virtual time is a task's runtime x 100 / its weight, measured against
- * the clock of the CPU whose queue it is in. The clock is the kernel's
- * average virtual time (avg_vruntime()), kept per CPU. Of the tasks on a
- * CPU, the running one and those queued, with weights w_i at virtual
- * times v_i, the average is
- *
- *	V = sum(w_i * v_i) / W,		W = sum(w_i)
- *
- * While the running task, of weight w, runs t ns, its v grows by
- * t * 100 / w, so sum(w_i * v_i) grows by t * 100 whoever runs, and
- *
- *	dV = t * 100 / W
- *
- * which charge() adds, with W the running task's weight plus the queue's
- * (queued_weight, kept as tasks enter the queue and leave it). A task
- * ahead of V waits about as long as the tasks behind it take to catch up,
- * whatever keeps coming in behind it. The clock also moves to a task that
- * starts ahead of it, and never goes back. A task that slept comes back
- * at most one slice behind the clock, so sleepers cannot hoard credit; a
- * new task starts half a slice ahead of it (the kernel's START_DEBIT); a
- * task moving to another CPU keeps how far ahead or behind the old CPU's
- * clock it was. One clock for all CPUs would not do: it would move as
- * fast as all CPUs together consume time while each queue drains at one
- * CPU's pace, so a task that waited would be owed far more than a slice.
- *
- * Two clocks were measured before this one. One that followed the
- * smallest virtual time (the runqueue's min_vruntime) stood still while
- * sleepers kept coming back a slice behind it, and a task ahead of it
- * waited until the starvation guard ran it: hundreds of 1 s waits a run
- * at hackbench 16 groups (results/20261207-2x4-clock-pace). One moved by
- * every task's run time kept pace with the CPU but ran ahead of every
- * task's virtual time, so all waiters sat at its floor and took turns
- * whatever their weights: nice -5 and nice 0 shared a CPU 1:1 (the nice
- * check of the faults VM test holds 3:1).
+ * the clock of the CPU whose queue it is in. A CPU's clock follows the
+ * smallest virtual time among the tasks it runs and queues, and never
+ * goes back (the runqueue's min_vruntime): it moves when a task starts,
+ * and at every slice boundary to the smaller of the running task's
+ * (charged so far) and the queue's first. A task that slept comes back at
+ * most one slice behind the clock, so sleepers cannot hoard credit; a new
+ * task starts half a slice ahead of it, so that a stream of new tasks
+ * moves the clock on (as the kernel's START_DEBIT does) instead of
+ * holding back a task that is ahead; a task moving to another CPU keeps
+ * how far ahead or behind the old CPU's clock it was. One clock for all
+ * CPUs would not do: it moves as fast as all CPUs together consume time
+ * while each queue drains at one CPU's pace, so a task that waited would
+ * be owed far more than a slice.
  *
  * Beyond the kernel's rule: a kernel thread preempted inside an RCU
  * reader queues as nice 0, a task waiting past STARVE_NS runs next,
@@ -99,9 +79,8 @@ __hidden void advance_clock(s32 cpu, u64 vtime)
  * once the budget is spent it queues that far above the clock. Paid from
  * the budget alone, util was behind this at hackbench 8 groups by 41 %
  * and ahead at 16 by 18 %, with more and then fewer tasks waiting 1 s
- * (results/20261207-2x4-own-vtime), with the clocks that followed the
- * smallest virtual time: how fast the clocks move weighs that much
- * (their pace is the header's subject).
+ * (results/20261207-2x4-own-vtime): how fast the clocks move under
+ * saturation weighs that much, and a rule of its own for it is open.
  */
 #define OWN_BURST_NS		(20ULL * 1000 * 1000)
 #define OWN_SHARE_SHIFT		2
@@ -153,41 +132,10 @@ __hidden bool own_first(struct task_struct *p, u64 enq_flags)
 	return true;
 }
 
-/* @tctx's task left the queue its weight counted in (it runs, or left). */
-__hidden void weigh_out(struct task_ctx *tctx)
-{
-	struct sisu_cpu_ctx *c;
-
-	if (!tctx || tctx->queued_on < 0)
-		return;
-	c = cpu_ctx(tctx->queued_on);
-	if (c)
-		__sync_fetch_and_sub(&c->queued_weight, (s64)tctx->queued_weight);
-	tctx->queued_on = -1;
-}
-
-/* @p waits in @cpu's queue: its weight slows the clock there (charge()). */
-__hidden void weigh_in(struct task_struct *p, struct task_ctx *tctx, s32 cpu)
-{
-	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
-
-	if (!tctx)
-		return;
-	weigh_out(tctx);
-	if (!c)
-		return;
-	tctx->queued_on = cpu;
-	tctx->queued_weight = p->scx.weight;
-	__sync_fetch_and_add(&c->queued_weight, (s64)p->scx.weight);
-}
-
 /* Charges the running @p's time on @c so far; returns its virtual time. */
 __hidden u64 charge(struct task_struct *p, struct sisu_cpu_ctx *c, u64 now)
 {
 	if (now > c->run_start) {
-		s64 queued = c->queued_weight > 0 ? c->queued_weight : 0;
-
-		c->vclock += (now - c->run_start) * 100 / (p->scx.weight + (u64)queued);
 		p->scx.dsq_vtime += (now - c->run_start) * 100 / p->scx.weight;
 		own_ran(p, now - c->run_start);
 		c->run_start = now;
