@@ -18,6 +18,20 @@
  * while each queue drains at one CPU's pace, so a task that waited would
  * be owed far more than a slice.
  *
+ * Under saturation this clock stands still while sleepers keep coming
+ * back a slice behind it, so a woken task goes before every task queued
+ * and a task ahead of the clock can wait until the starvation guard runs
+ * it (hundreds a run at hackbench 16 groups). Two faster clocks were
+ * measured against it. Moved by every task's run time, it all but ended
+ * the 1 s waits but ran ahead of every task, so waiters took turns
+ * whatever their weights: nice -5 and nice 0 shared a CPU 1:1
+ * (results/20261207-2x4-clock-pace; the faults VM test holds 3:1). Moved
+ * as the kernel's average (run time x 100 over the weight on the CPU), it
+ * kept the weights and halved the 1 s waits, but a woken task queued on a
+ * busy CPU waited twice as long (median 426 against 213 us) and tbench at
+ * 32 clients lost 20 % (results/20261207-2x4-clock-weight). So this clock
+ * stays, with the tail its wakers-first order costs.
+ *
  * Beyond the kernel's rule: a kernel thread preempted inside an RCU
  * reader queues as nice 0, a task waiting past STARVE_NS runs next,
  * before sched_ext's watchdog would unload the scheduler, and the
@@ -80,7 +94,7 @@ __hidden void advance_clock(s32 cpu, u64 vtime)
  * the budget alone, util was behind this at hackbench 8 groups by 41 %
  * and ahead at 16 by 18 %, with more and then fewer tasks waiting 1 s
  * (results/20261207-2x4-own-vtime): how fast the clocks move under
- * saturation weighs that much, and a rule of its own for it is open.
+ * saturation weighs that much (the header says what two rules for it did).
  */
 #define OWN_BURST_NS		(20ULL * 1000 * 1000)
 #define OWN_SHARE_SHIFT		2
