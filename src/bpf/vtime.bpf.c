@@ -223,20 +223,7 @@ __hidden bool keep_prev(struct task_struct *prev, s32 cpu)
 	return !time_before(first, vtime);
 }
 
-/*
- * How long a task may wait in a queue before it runs next, whatever its
- * virtual time. Under saturation the clock stands still (see the header)
- * and a task ahead of it waits until it is run this way, so this bound is
- * the wait tail's. It is WAIT_BOUND_NS for nice 0 and above, and grows as
- * the weight falls below nice 0, so that a light task's normal wait, its
- * weight's share of the CPU away, never reaches it:
- *
- *	bound = WAIT_BOUND_NS * 100 / weight, within WAIT_BOUND_NS..STARVE_NS
- *
- * STARVE_NS stays below sched_ext's watchdog (30 s by default), which
- * unloads a scheduler that leaves any task runnable that long.
- */
-#define WAIT_BOUND_NS	(100ULL * 1000 * 1000)
+/* A task waiting longer than this runs next, whatever its virtual time. */
 #define STARVE_NS	(1000ULL * 1000 * 1000)
 
 /* How often a CPU looks for such tasks in its queue. */
@@ -244,66 +231,50 @@ __hidden bool keep_prev(struct task_struct *prev, s32 cpu)
 
 #define RESCUE_MAX	4
 
-static u64 wait_bound(const struct task_struct *p)
-{
-	u64 w = p->scx.weight, b;
-
-	if (w >= 100)
-		return WAIT_BOUND_NS;
-	b = WAIT_BOUND_NS * 100 / (w ? w : 1);
-	return b < STARVE_NS ? b : STARVE_NS;
-}
-
-/* How far past its bound @p has waited at @now (negative: not yet). */
-static s64 overdue(struct task_struct *p, u64 now)
-{
-	struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
-
-	if (!tctx)
-		return -1;
-	return (s64)(now - tctx->queued_at) - (s64)wait_bound(p);
-}
-
-/* The most overdue task's lateness in @cpu's queue (negative: none). */
-static s64 most_overdue(s32 cpu, u64 now)
+/* How long the oldest task in @cpu's queue has waited (0 if none). */
+static u64 oldest_wait(s32 cpu, u64 now)
 {
 	struct task_struct *p;
-	s64 most = -1, o;
+	u64 oldest = 0;
 
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		o = overdue(p, now);
-		if (o > most)
-			most = o;
+		struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (tctx && now - tctx->queued_at > oldest)
+			oldest = now - tctx->queued_at;
 	}
-	return most;
+	return oldest;
 }
 
 /*
- * Weighted fairness alone can leave a task waiting for tens of seconds on
- * a loaded CPU, and the clock's wakers-first order leaves a task ahead of
- * the clock waiting while sleepers keep coming back: a task past its
- * wait_bound() runs next. The most overdue go first, so that however many
- * are overdue at once, every one is reached in turn.
+ * Weighted fairness alone can leave a low-weight task waiting for tens of
+ * seconds on a loaded CPU (the kernel's EEVDF would too), and sched_ext
+ * unloads a scheduler that leaves any task runnable for its watchdog's
+ * limit (30 s by default): a task that has waited STARVE_NS runs next.
+ * The longest waiters go first, so that however many tasks starve at
+ * once, every one is reached in turn. Under normal load nothing waits
+ * that long, so weights stay as they are.
  */
 __hidden bool rescue_starving(s32 cpu)
 {
 	struct sisu_cpu_ctx *c = cpu_ctx(cpu);
-	u64 now = bpf_ktime_get_ns();
+	u64 now = bpf_ktime_get_ns(), oldest, cutoff;
 	struct task_struct *p;
-	s64 most, cutoff;
 	u32 moved = 0;
 
 	if (!c || now - c->rescue_at < RESCUE_EVERY_NS)
 		return false;
 	c->rescue_at = now;
-	most = most_overdue(cpu, now);
-	if (most < 0)
+	oldest = oldest_wait(cpu, now);
+	if (oldest < STARVE_NS)
 		return false;
-	cutoff = most - (s64)RESCUE_EVERY_NS;
-	if (cutoff < 0)
-		cutoff = 0;
+	cutoff = oldest - RESCUE_EVERY_NS;
+	if (cutoff < STARVE_NS)
+		cutoff = STARVE_NS;
 	bpf_for_each(scx_dsq, p, cpu, 0) {
-		if (overdue(p, now) < cutoff)
+		struct task_ctx *tctx = bpf_task_storage_get(&task_ctxs, p, 0, 0);
+
+		if (!tctx || now - tctx->queued_at < cutoff)
 			continue;
 		/*
 		 * A whole base slice, not task_slice()'s shrunk one, which
