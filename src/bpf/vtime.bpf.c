@@ -29,8 +29,11 @@
  * as the kernel's average (run time x 100 over the weight on the CPU), it
  * kept the weights and halved the 1 s waits, but a woken task queued on a
  * busy CPU waited twice as long (median 426 against 213 us) and tbench at
- * 32 clients lost 20 % (results/20261207-2x4-clock-weight). So this clock
- * stays, with the tail its wakers-first order costs.
+ * 32 clients lost 20 % (results/20261207-2x4-clock-weight). A guard
+ * that ran a task after 100 ms instead of 1 s was ahead at hackbench 16
+ * groups and behind on the wakeup benchmark's p99, where it ran no task
+ * (results/20261207-2x4-wait-bound, results/20261208-2x4-wait-bound-light).
+ * So this clock stays, with the tail its wakers-first order costs.
  *
  * Beyond the kernel's rule: a kernel thread preempted inside an RCU
  * reader queues as nice 0, a task waiting past STARVE_NS runs next,
