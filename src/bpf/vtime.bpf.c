@@ -97,7 +97,7 @@ __hidden void advance_clock(s32 cpu, u64 vtime)
  * the budget alone, util was behind this at hackbench 8 groups by 41 %
  * and ahead at 16 by 18 %, with more and then fewer tasks waiting 1 s
  * (results/20261207-2x4-own-vtime): how fast the clocks move under
- * saturation weighs that much (the header says what two rules for it did).
+ * saturation weighs that much (the header says what other rules did).
  */
 #define OWN_BURST_NS		(20ULL * 1000 * 1000)
 #define OWN_SHARE_SHIFT		2
